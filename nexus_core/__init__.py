@@ -1,0 +1,33 @@
+"""Nexus: a minimal host for MCP plugins.
+
+A plugin is a module with ``@hookimpl`` functions, published under the entry
+point group ``nexus``::
+
+    [project.entry-points.nexus]
+    hello = "nexus_hello"
+
+See ``docs/plugin_hooks.md`` for every hook.
+"""
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+from nexus_core.hookspecs import hookimpl
+from nexus_core.permissions import Category, PathPolicy
+from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+
+__all__ = [
+    "Category",
+    "ConfigError",
+    "NexusError",
+    "PathPolicy",
+    "PermissionDenied",
+    "PluginConfig",
+    "PluginContext",
+    "PluginError",
+    "PromptRegistrar",
+    "ResourceRegistrar",
+    "ToolError",
+    "ToolRegistrar",
+    "hookimpl",
+]

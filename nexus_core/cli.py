@@ -1,0 +1,334 @@
+"""The ``nexus`` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+from nexus_core import clients
+from nexus_core.config import CONFIG_NAME, NexusConfig, load_config, parse_config, user_config_path
+from nexus_core.errors import NexusError
+from nexus_core.host import Host, build_host
+from nexus_core.sample_config import sample_config
+from nexus_core.transports import serve_http, serve_stdio, stdout_to_stderr
+
+log = logging.getLogger("nexus")
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"nexus: {message}", err=True)
+    sys.exit(code)
+
+
+def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--set",
+        "overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a config key, e.g. --set 'plugins.files.categories=[\"read\"]' (value in TOML syntax).",
+    )(fn)
+    fn = click.option("-v", "--verbose", is_flag=True, help="Log at debug level (to stderr).")(fn)
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        help=f"Config file (default: $NEXUS_CONFIG, ./{CONFIG_NAME}, then {user_config_path()}).",
+    )(fn)
+
+
+def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool = False) -> NexusConfig:
+    """The effective config: the file, then ``--set`` overrides; logging set up from it."""
+    config = load_config(config_path)
+    if overrides:
+        data = config.model_dump(mode="python", exclude_unset=True)
+        for item in overrides:
+            key, sep, raw = item.partition("=")
+            if not sep or not key:
+                raise NexusError(f"--set expects KEY=VALUE, got '{item}'")
+            _set_dotted(data, key.strip(), _toml_value(raw))
+        config = parse_config(data, source=f"{config.source} with --set", base_dir=config.base_dir)
+    level = "DEBUG" if verbose else config.server.log_level
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("nexus").setLevel(level)
+    return config
+
+
+def _toml_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        data = data.setdefault(part, {})
+    data[last] = value
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="nexus-core", prog_name="nexus")
+def cli() -> None:
+    """Nexus: one MCP server, composed from installed plugins."""
+
+
+@cli.command()
+@config_options
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", "bind", help="HTTP address (default from [server.http], else 127.0.0.1).")
+@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8765).")
+@click.option("--name", help="The server's name as clients see it.")
+def serve(
+    config_path: str | None,
+    overrides: tuple[str, ...],
+    verbose: bool,
+    transport: str,
+    bind: str | None,
+    port: int | None,
+    name: str | None,
+) -> None:
+    """Serve every enabled plugin over stdio (for desktop clients) or Streamable HTTP."""
+    if name:
+        overrides += (f"server.name={json.dumps(name)}",)
+    try:
+        config = load(config_path, overrides, verbose)
+        with stdout_to_stderr():  # plugins' import-time prints must not reach the protocol stream
+            host = build_host(config)
+        _report(host)
+        if transport == "stdio":
+            if sys.stdin.isatty():
+                click.echo("nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", err=True)
+            anyio.run(serve_stdio, host)
+        else:
+            http = config.server.http
+            bind, port = bind or http.host, http.port if port is None else port
+            anyio.run(lambda: serve_http(host, bind=bind, port=port))
+    except NexusError as exc:
+        _fail(str(exc))
+
+
+def _report(host: Host) -> None:
+    granted = sum(1 for t in host.tools.values() if t.refusal is None)
+    active = [s.name for s in host.active()]
+    log.info("serving %d tools from %d plugin(s): %s", granted, len(active), ", ".join(active) or "none")
+
+
+def _build(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -> Host:
+    try:
+        return build_host(load(config_path, overrides, verbose))
+    except NexusError as exc:
+        _fail(str(exc))
+        raise  # unreachable: _fail exits
+
+
+@cli.command()
+@config_options
+def plugins(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -> None:
+    """List plugins: version, status, and categories granted out of those available."""
+    host = _build(config_path, overrides, verbose)
+    rows = [("PLUGIN", "VERSION", "STATUS", "GRANTED", "AVAILABLE", "SOURCE")]
+    for state in sorted(host.plugins.values(), key=lambda s: s.name):
+        granted = sorted(state.grants.categories) if state.grants else []
+        rows.append(
+            (
+                state.name,
+                state.record.version or "-",
+                state.status,
+                ",".join(granted) or "-",
+                ",".join(state.categories) or "-",
+                state.record.source,
+            )
+        )
+    _table(rows)
+
+
+@cli.command()
+@config_options
+def tools(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -> None:
+    """List every tool with its plugin, category and whether it is granted."""
+    host = _build(config_path, overrides, verbose)
+    rows = [("TOOL", "PLUGIN", "CATEGORY", "STATUS")]
+    for entry in sorted(host.tools.values(), key=lambda e: (e.plugin, e.name)):
+        status = "granted" if entry.refusal is None else "refused: " + entry.refusal.split(": ", 1)[-1]
+        rows.append((entry.name, entry.plugin, entry.spec.category, status))
+    _table(rows)
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@config_options
+@click.argument("tool")
+@click.argument("arguments", nargs=-1)
+@click.option("--json", "json_args", help="All arguments as one JSON object.")
+def call(
+    config_path: str | None,
+    overrides: tuple[str, ...],
+    verbose: bool,
+    tool: str,
+    arguments: tuple[str, ...],
+    json_args: str | None,
+) -> None:
+    """Run one tool in-process and print its result: nexus call TOOL key=value ..."""
+    host = _build(config_path, overrides, verbose)
+    try:
+        args = _call_arguments(host, tool, arguments, json_args)
+    except NexusError as exc:
+        _fail(str(exc))
+    result = anyio.run(_call, host, tool, args)
+    if result is None:
+        sys.exit(1)
+    if result.structured_content is not None:
+        click.echo(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+    else:
+        for block in result.content:
+            click.echo(getattr(block, "text", None) or block.model_dump_json())
+    sys.exit(1 if result.is_error else 0)
+
+
+async def _call(host: Host, tool: str, args: dict[str, Any]) -> Any:
+    async with host.running():
+        try:
+            return await host.server.call_tool(tool, args)
+        except Exception as exc:  # the same text a client would see in the isError result
+            click.echo(f"nexus: {exc}", err=True)
+            return None
+
+
+def _call_arguments(host: Host, tool: str, pairs: tuple[str, ...], json_args: str | None) -> dict[str, Any]:
+    """``key=value`` pairs typed by the tool's input schema (strings stay strings), or ``--json``."""
+    args: dict[str, Any] = {}
+    if json_args:
+        try:
+            args = json.loads(json_args)
+        except json.JSONDecodeError as exc:
+            raise NexusError(f"--json is not valid JSON: {exc}") from None
+        if not isinstance(args, dict):
+            raise NexusError("--json must be a JSON object")
+    entry = host.tools.get(tool)
+    properties = entry.sdk.parameters.get("properties", {}) if entry and entry.sdk else {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise NexusError(f"expected key=value, got '{pair}'")
+        args[key] = raw if properties.get(key, {}).get("type") == "string" else _json_or_text(raw)
+    return args
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+@cli.group()
+def config() -> None:
+    """Write or check the config file."""
+
+
+@config.command("init")
+@click.option("--path", type=click.Path(dir_okay=False), help=f"Where to write (default ./{CONFIG_NAME}).")
+@click.option("--user", is_flag=True, help=f"Write to the user config file ({user_config_path()}).")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def config_init(path: str | None, user: bool, force: bool) -> None:
+    """Write a commented example config listing every installed plugin's categories."""
+    target = Path(path) if path else user_config_path() if user else Path(CONFIG_NAME)
+    if target.exists() and not force:
+        _fail(f"{target} exists; pass --force to overwrite it")
+    host = build_host(NexusConfig())
+    clients.write_atomic(target, sample_config(host))
+    click.echo(f"wrote {target}")
+
+
+@config.command("check")
+@config_options
+def config_check(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -> None:
+    """Validate the config and print the effective permissions of every plugin."""
+    host = _build(config_path, overrides, verbose)
+    click.echo(f"config: {host.config.source}")
+    click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")
+    failed = False
+    for state in sorted(host.plugins.values(), key=lambda s: s.name):
+        click.echo(f"\n[plugins.{state.name}] {state.status}")
+        failed |= state.error is not None
+        if state.grants is None or state.ctx is None:
+            continue
+        for category in state.categories.values():
+            mark = "granted" if category.name in state.grants.categories else "not granted"
+            click.echo(f"  category {category.name:<10} {mark:<12} {category.description}")
+        tools = [t for t in host.tools.values() if t.plugin == state.name]
+        allowed = [t.name for t in tools if t.refusal is None]
+        click.echo(f"  tools: {len(allowed)} of {len(tools)} callable: {', '.join(sorted(allowed)) or '-'}")
+        click.echo(f"  roots: {', '.join(str(r) for r in state.ctx.paths.roots)}")
+        click.echo(f"  deny_paths: {', '.join(state.ctx.paths.deny_patterns) or '-'}")
+    sys.exit(1 if failed else 0)
+
+
+@cli.command()
+@click.argument("client", type=click.Choice(["claude", "cursor", "vscode"]))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file the client passes.")
+@click.option("--name", "server_name", default="nexus", show_default=True, help="The entry's name.")
+@click.option("--file", "file", type=click.Path(dir_okay=False), help="The client's config file (default: its own).")
+@click.option("--print", "print_only", is_flag=True, help="Only print the entry; write nothing.")
+def install(client: str, config_path: str | None, server_name: str, file: str | None, print_only: bool) -> None:
+    """Add Nexus to a desktop client's MCP servers (other entries are kept; the diff is shown)."""
+    try:
+        target = clients.target(client, Path(file) if file else None)
+        command = shutil.which("nexus") or str(Path(sys.argv[0]).resolve())
+        args = ["serve", *(["--config", str(Path(config_path).resolve())] if config_path else [])]
+        entry = clients.launch_entry(target, str(Path(command).resolve()), args)
+        if print_only:
+            click.echo(json.dumps({target.key: {server_name: entry}}, indent=2))
+            return
+        before, after = clients.plan(target, server_name, entry)
+        if before == after:
+            click.echo(f"{target.path} already has this entry; nothing to do")
+            return
+        click.echo(clients.diff(target.path, before, after), nl=False)
+        clients.write_atomic(target.path, after)
+        click.echo(f"updated {target.path}; restart {target.name} to load Nexus")
+    except (NexusError, OSError) as exc:
+        _fail(str(exc))
+
+
+@cli.command()
+@click.argument("shell", required=False, type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str | None) -> None:
+    """Print the shell completion script: add  eval "$(nexus completion)"  to your shell's rc file."""
+    from click.shell_completion import get_completion_class
+
+    if shell is None:
+        import shellingham
+
+        try:
+            shell = shellingham.detect_shell()[0]
+        except shellingham.ShellDetectionFailure:
+            _fail("cannot detect your shell; name it: nexus completion bash|zsh|fish")
+    completer = get_completion_class(shell or "")
+    if completer is None:
+        _fail(f"no completion for {shell}; supported: bash, zsh, fish")
+        return
+    click.echo(completer(cli, {}, "nexus", "_NEXUS_COMPLETE").source())

@@ -1,0 +1,177 @@
+"""Reading ``nexus.toml``: where it is found, what every key means, and clear errors.
+
+Every key is optional. The file is searched for in this order: ``--config``,
+``$NEXUS_CONFIG``, ``./nexus.toml``, then the user config dir.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from nexus_core.errors import ConfigError
+
+CONFIG_ENV = "NEXUS_CONFIG"
+CONFIG_NAME = "nexus.toml"
+
+
+def user_config_path() -> Path:
+    return Path(platformdirs.user_config_dir("nexus")) / CONFIG_NAME
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("nexus"))
+
+
+class Strict(BaseModel):
+    """A config table: unknown keys are errors (they are usually typos)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class EnvRef(Strict):
+    """A secret named by an environment variable, never written inline: ``{ env = "NAME" }``."""
+
+    env: str = Field(min_length=1)
+
+    def resolve(self) -> str | None:
+        return os.environ.get(self.env) or None
+
+
+class HttpConfig(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    path: str = "/mcp"
+    token: EnvRef | None = None
+    allowed_origins: list[str] = Field(default_factory=list, description="Origins allowed besides loopback.")
+
+
+class AuditConfig(Strict):
+    enabled: bool = True
+    include_arguments: bool = False
+
+
+class ServerConfig(Strict):
+    name: str = "nexus"
+    data_dir: Path = Field(default_factory=default_data_dir)
+    roots: list[Path] | None = None
+    deny_paths: list[str] = Field(default_factory=list)
+    plugin_dirs: list[Path] = Field(default_factory=list)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+
+
+class PluginTable(BaseModel):
+    """The keys the host reads from every ``[plugins.NAME]`` table; the rest belong to the plugin."""
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+    required: bool = False
+    module: str | None = None
+    prefix: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    categories: list[str] | None = None
+    allow_tools: list[str] = Field(default_factory=list)
+    deny_tools: list[str] = Field(default_factory=list)
+    roots: list[Path] | None = None
+    deny_paths: list[str] = Field(default_factory=list)
+    data_dir: Path | None = None
+
+    @property
+    def plugin_keys(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class NexusConfig(Strict):
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    plugins: dict[str, PluginTable] = Field(default_factory=dict)
+    source: str = Field("defaults", exclude=True)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _tables(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            for name, table in value.items():
+                if not isinstance(table, Mapping):
+                    raise ValueError(f"[plugins.{name}] must be a table")
+        return value
+
+    def table(self, plugin: str) -> PluginTable:
+        return self.plugins.get(plugin) or PluginTable()
+
+    def resolve_path(self, path: Path) -> Path:
+        """A configured path: ``~`` expanded, relative ones against the config file's folder."""
+        path = path.expanduser()
+        return path if path.is_absolute() else (self.base_dir / path)
+
+    def roots_for(self, plugin: str) -> list[Path]:
+        """The plugin's own roots, else ``[server] roots``, else the folder the server started in."""
+        roots = self.table(plugin).roots or self.server.roots
+        return [self.resolve_path(r) for r in roots] if roots else [Path.cwd()]
+
+    def deny_paths_for(self, plugin: str) -> list[str]:
+        return [*self.server.deny_paths, *self.table(plugin).deny_paths]
+
+    def data_dir_for(self, plugin: str) -> Path:
+        own = self.table(plugin).data_dir
+        return self.resolve_path(own) if own else self.resolve_path(self.server.data_dir) / plugin
+
+
+def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to read, or None to run on defaults. An explicit path must exist."""
+    for candidate, must_exist in (
+        (explicit, True),
+        (os.environ.get(CONFIG_ENV), True),
+        (CONFIG_NAME, False),
+        (user_config_path(), False),
+    ):
+        if not candidate:
+            continue
+        path = Path(candidate).expanduser()
+        if path.is_file():
+            return path.resolve()
+        if must_exist:
+            raise ConfigError(str(path), "", "config file not found")
+    return None
+
+
+def load_config(explicit: str | os.PathLike[str] | None = None) -> NexusConfig:
+    path = find_config(explicit)
+    if path is None:
+        return NexusConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
+    return parse_config(data, source=str(path), base_dir=path.parent)
+
+
+def parse_config(data: Mapping[str, Any], *, source: str = "<config>", base_dir: Path | None = None) -> NexusConfig:
+    try:
+        config = NexusConfig.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(source, exc) from None
+    config.source = source
+    config.base_dir = base_dir or Path.cwd()
+    return config
+
+
+def validation_error(source: str, exc: ValidationError, prefix: str = "") -> ConfigError:
+    """The first pydantic error as a ConfigError with a dotted key, e.g. ``server.http.port``."""
+    err = exc.errors()[0]
+    key = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
+    reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    if err["type"] not in ("extra_forbidden", "missing"):
+        reason += f" (got {err['input']!r})"
+    more = len(exc.errors()) - 1
+    return ConfigError(source, key, reason + (f"; and {more} more error(s)" if more else ""))

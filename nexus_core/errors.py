@@ -1,0 +1,34 @@
+"""The errors Nexus raises; each message is meant to be read by a person or a model."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+
+class NexusError(Exception):
+    """Base class for every Nexus error."""
+
+
+class ConfigError(NexusError):
+    """The configuration is invalid: names the file, the key and the reason."""
+
+    def __init__(self, source: str, key: str, reason: str) -> None:
+        self.source, self.key, self.reason = source, key, reason
+        where = f"{source}: {key}" if key else source
+        super().__init__(f"{where}: {reason}")
+
+
+class PluginError(NexusError):
+    """A plugin could not be loaded, configured or registered."""
+
+    def __init__(self, plugin: str, reason: str) -> None:
+        self.plugin, self.reason = plugin, reason
+        super().__init__(f"plugin '{plugin}': {reason}")
+
+
+class PermissionDenied(ToolError, NexusError):
+    """A call or a path was refused by the permission policy; the message says why.
+
+    It is a ``ToolError``, so a tool that lets it escape returns an ``isError``
+    result the model can read, and the server keeps serving.
+    """

@@ -1,0 +1,390 @@
+"""The host: turns discovered plugins and the config into one MCP server.
+
+Building happens in four steps, each reporting a broken plugin without
+stopping the others: configure every plugin (categories, config model,
+grants, path policy), collect what it registers, check names across
+plugins, then register what the grants allow on the SDK's ``MCPServer``.
+Every tool call then passes ``NexusServer.call_tool``: permission check,
+argument validation and the call (in the SDK), then one audit record.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import importlib_metadata
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import ToolAnnotations
+from pydantic import ValidationError
+
+from nexus_core.audit import AuditLog
+from nexus_core.config import NexusConfig, PluginTable, validation_error
+from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+from nexus_core.permissions import Category, Grants, PathPolicy
+from nexus_core.plugins import NexusPluginManager, PluginRecord, discover, get_plugin_manager
+from nexus_core.registry import (
+    PluginConfig,
+    PluginContext,
+    PromptRegistrar,
+    PromptSpec,
+    ResourceRegistrar,
+    ResourceSpec,
+    ToolRegistrar,
+    ToolSpec,
+)
+
+log = logging.getLogger("nexus")
+
+DEFAULT_CATEGORY = Category(
+    name="default", description="Every tool of a plugin that declares no categories.", default=True
+)
+
+
+def core_version() -> str:
+    try:
+        return importlib_metadata.version("nexus-core")
+    except importlib_metadata.PackageNotFoundError:
+        return "0"
+
+
+@dataclass
+class PluginState:
+    """One plugin after configuration: its declarations, grants and status."""
+
+    record: PluginRecord
+    categories: dict[str, Category] = field(default_factory=dict)
+    grants: Grants | None = None
+    ctx: PluginContext | None = None
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def status(self) -> str:
+        if not self.record.enabled:
+            return "disabled"
+        return f"failed: {self.error}" if self.error else "ok"
+
+    def fail(self, reason: str) -> None:
+        self.error = reason
+        log.error("plugin '%s' not loaded: %s", self.name, reason)
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """A tool as the host knows it, granted or not."""
+
+    name: str
+    spec: ToolSpec
+    refusal: str | None
+    sdk: Tool | None = None  # the SDK's tool (schemas included) when granted
+
+    @property
+    def plugin(self) -> str:
+        return self.spec.plugin
+
+
+@dataclass
+class Registrations:
+    tools: list[ToolSpec] = field(default_factory=list)
+    resources: list[ResourceSpec] = field(default_factory=list)
+    prompts: list[PromptSpec] = field(default_factory=list)
+
+
+class NexusServer(MCPServer[Any]):
+    """The SDK server with one gate in front of every tool call."""
+
+    def __init__(self, host: Host, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.host = host
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        entry = self.host.tools.get(name)
+        if entry is None:
+            return await super().call_tool(name, arguments, context)  # the SDK's "Unknown tool"
+        started = time.perf_counter()
+        outcome, error = "ok", None
+        try:
+            refusal = entry.refusal or self.host.unavailable(entry.plugin)
+            if refusal:
+                outcome = "denied"
+                raise PermissionDenied(refusal)
+            result = await super().call_tool(name, arguments, context)
+            if getattr(result, "is_error", False):
+                outcome, error = "error", _result_text(result)
+            return result
+        except Exception as exc:
+            outcome, error = ("error" if outcome == "ok" else outcome), str(exc)
+            raise
+        finally:
+            self.host.audit.record(
+                plugin=entry.plugin,
+                tool=name,
+                outcome=outcome,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                arguments=arguments,
+                error=error,
+            )
+
+
+class Host:
+    """Plugins, their permissions and the server built from them."""
+
+    def __init__(self, config: NexusConfig, pm: NexusPluginManager, records: list[PluginRecord]) -> None:
+        self.config = config
+        self.pm = pm
+        self.plugins = {r.name: PluginState(r) for r in records}
+        self.tools: dict[str, ToolEntry] = {}
+        self.audit = AuditLog(
+            config.resolve_path(config.server.data_dir) / "audit.jsonl" if config.server.audit.enabled else None,
+            include_arguments=config.server.audit.include_arguments,
+        )
+        self._started: set[str] = set()
+        self.server = self._new_server([])
+
+    # -- building -----------------------------------------------------------------
+
+    def build(self) -> Host:
+        self._check_tables()
+        collected: dict[str, Registrations] = {}
+        for state in self.active():
+            try:
+                self._configure(state)
+                collected[state.name] = self._collect(state)
+            except (NexusError, ValidationError) as exc:
+                self._plugin_failed(state, _reason(exc))
+            except Exception as exc:  # a plugin bug: report it and go on with the others
+                log.debug("plugin %s raised", state.name, exc_info=True)
+                self._plugin_failed(state, f"{type(exc).__name__}: {exc}")
+        collected = {name: regs for name, regs in collected.items() if self.plugins[name].error is None}
+        self._register(collected)
+        return self
+
+    def active(self) -> list[PluginState]:
+        return [s for s in self.plugins.values() if s.record.enabled and s.error is None]
+
+    def _check_tables(self) -> None:
+        for state in self.plugins.values():
+            if state.record.error:
+                self._plugin_failed(state, state.record.error)
+        for name, table in self.config.plugins.items():
+            if name not in self.plugins and table.enabled:
+                reason = f"no installed plugin is named '{name}'"
+                if table.required:
+                    raise ConfigError(self.config.source, f"plugins.{name}", reason)
+                log.warning("%s: plugins.%s: %s", self.config.source, name, reason)
+
+    def _plugin_failed(self, state: PluginState, reason: str) -> None:
+        state.fail(reason)
+        if self.config.table(state.name).required:
+            raise PluginError(state.name, f"{reason} (it is marked required)")
+
+    def _configure(self, state: PluginState) -> None:
+        name, table = state.name, self.config.table(state.name)
+        declared = _first(self.pm.call_one(name, "nexus_permission_categories")) or [DEFAULT_CATEGORY]
+        state.categories = {c.name: c for c in declared}
+        model = _first(self.pm.call_one(name, "nexus_config_model")) or PluginConfig
+        try:
+            config = model.model_validate(table.plugin_keys)
+        except ValidationError as exc:
+            raise validation_error(self.config.source, exc, prefix=f"plugins.{name}") from None
+        state.grants = Grants(
+            name,
+            self._granted(state, table),
+            frozenset(table.allow_tools),
+            frozenset(table.deny_tools),
+        )
+        paths = PathPolicy(self.config.roots_for(name), self.config.deny_paths_for(name))
+        state.ctx = PluginContext(
+            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}")
+        )
+
+    def _granted(self, state: PluginState, table: PluginTable) -> frozenset[str]:
+        if table.categories is None:
+            return frozenset(c.name for c in state.categories.values() if c.default)
+        unknown = [c for c in table.categories if c not in state.categories]
+        if unknown:
+            raise ConfigError(
+                self.config.source,
+                f"plugins.{state.name}.categories",
+                f"unknown category '{unknown[0]}' (plugin '{state.name}' declares: {', '.join(state.categories)})",
+            )
+        return frozenset(table.categories)
+
+    def _collect(self, state: PluginState) -> Registrations:
+        ctx, categories = state.ctx, frozenset(state.categories)
+        tools, resources, prompts = (
+            ToolRegistrar(state.name, categories),
+            ResourceRegistrar(state.name, categories),
+            PromptRegistrar(state.name, categories),
+        )
+        self.pm.call_one(state.name, "nexus_register_tools", register=tools, ctx=ctx)
+        self.pm.call_one(state.name, "nexus_register_resources", register=resources, ctx=ctx)
+        self.pm.call_one(state.name, "nexus_register_prompts", register=prompts, ctx=ctx)
+        return Registrations(tools.specs, resources.specs, prompts.specs)
+
+    def _register(self, collected: dict[str, Registrations]) -> None:
+        owners: dict[str, str] = {}
+        sdk_tools: list[Tool] = []
+        for plugin, regs in collected.items():
+            state, prefix = self.plugins[plugin], self.config.table(plugin).prefix
+            assert state.grants is not None
+            try:
+                entries = [_entry(spec, prefix, state.grants) for spec in regs.tools]
+            except Exception as exc:  # e.g. a parameter type pydantic cannot describe
+                self._plugin_failed(state, f"cannot register its tools: {exc}")
+                continue
+            for entry in entries:
+                _claim(owners, f"tool '{entry.name}'", plugin, prefix_hint=True)
+                self.tools[entry.name] = entry
+            sdk_tools += [e.sdk for e in entries if e.sdk is not None]
+            self._warn_unknown_tool_names(state, {s.name for s in regs.tools})
+        self.server = self._new_server(sdk_tools)
+        for plugin, regs in collected.items():
+            state = self.plugins[plugin]
+            try:
+                self._register_resources(state, regs.resources, owners)
+                self._register_prompts(state, regs.prompts, owners)
+            except NexusError:
+                raise
+            except Exception as exc:
+                self._plugin_failed(state, f"cannot register its resources or prompts: {exc}")
+
+    def _new_server(self, tools: list[Tool]) -> NexusServer:
+        return NexusServer(
+            self,
+            name=self.config.server.name,
+            version=core_version(),
+            instructions="Nexus: tools, resources and prompts from installed plugins, under per-plugin permissions.",
+            log_level=self.config.server.log_level,
+            lifespan=lambda _server: self.running(),
+            tools=tools,
+        )
+
+    def _register_resources(self, state: PluginState, specs: list[ResourceSpec], owners: dict[str, str]) -> None:
+        for spec in specs:
+            if state.error is None and self._granted_to(state, spec.category):
+                _claim(owners, f"resource '{spec.uri}'", state.name)
+                self.server.resource(spec.uri, **spec.options)(spec.fn)
+
+    def _register_prompts(self, state: PluginState, specs: list[PromptSpec], owners: dict[str, str]) -> None:
+        prefix = self.config.table(state.name).prefix
+        for spec in specs:
+            name = f"{prefix}_{spec.name}" if prefix else spec.name
+            if state.error is None and self._granted_to(state, spec.category):
+                _claim(owners, f"prompt '{name}'", state.name, prefix_hint=True)
+                self.server.prompt(name=name, **spec.options)(spec.fn)
+
+    @staticmethod
+    def _granted_to(state: PluginState, category: str | None) -> bool:
+        return category is None or (state.grants is not None and category in state.grants.categories)
+
+    def _warn_unknown_tool_names(self, state: PluginState, names: set[str]) -> None:
+        table = self.config.table(state.name)
+        prefix = f"{table.prefix}_" if table.prefix else ""
+        for key, listed in (("allow_tools", table.allow_tools), ("deny_tools", table.deny_tools)):
+            for tool in listed:
+                if tool not in names and tool.removeprefix(prefix) not in names:
+                    log.warning("%s: plugins.%s.%s: plugin has no tool '%s'", self.config.source, state.name, key, tool)
+
+    # -- serving ------------------------------------------------------------------
+
+    def unavailable(self, plugin: str) -> str | None:
+        """Why a plugin's tools cannot run now (it failed to start), or None."""
+        error = self.plugins[plugin].error
+        return f"plugin '{plugin}' is unavailable: {error}" if error else None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Host]:
+        """Start every plugin, serve, then stop them in reverse order."""
+        for state in self.active():
+            try:
+                await _maybe_await(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))
+                self._started.add(state.name)
+            except Exception as exc:
+                log.debug("startup of %s raised", state.name, exc_info=True)
+                state.fail(f"startup failed: {type(exc).__name__}: {exc}")
+        try:
+            yield self
+        finally:
+            for name in reversed(list(self._started)):
+                try:
+                    await _maybe_await(self.pm.call_one(name, "nexus_shutdown", ctx=self.plugins[name].ctx))
+                except Exception:
+                    log.exception("shutdown of plugin '%s' failed", name)
+            self._started.clear()
+            self.audit.close()
+
+
+def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Host:
+    """Discover plugins (unless a manager with plugins already registered is given) and build the host.
+
+    Raises ``NexusError`` for what must stop the server: a duplicate name, or a
+    required plugin that failed.
+    """
+    if pm is None:
+        pm = get_plugin_manager()
+        records = discover(pm, config)
+    else:
+        records = [PluginRecord(name, "registered") for name, _ in pm.list_name_plugin()]
+    return Host(config, pm, records).build()
+
+
+def _claim(owners: dict[str, str], what: str, plugin: str, *, prefix_hint: bool = False) -> None:
+    """Record that ``plugin`` serves ``what``; two owners of one name stop the server."""
+    other = owners.get(what)
+    if other is None:
+        owners[what] = plugin
+        return
+    if other == plugin:
+        raise NexusError(f"{what} is registered twice by plugin '{plugin}'")
+    hint = f'; set prefix = "{plugin}" in [plugins.{plugin}] to resolve it' if prefix_hint else ""
+    raise NexusError(f"{what} is registered by both plugin '{other}' and plugin '{plugin}'{hint}")
+
+
+def _entry(spec: ToolSpec, prefix: str | None, grants: Grants) -> ToolEntry:
+    name = f"{prefix}_{spec.name}" if prefix else spec.name
+    refusal = grants.refusal({spec.name, name}, spec.category)
+    return ToolEntry(name, spec, refusal, None if refusal else _sdk_tool(name, spec))
+
+
+def _sdk_tool(name: str, spec: ToolSpec) -> Tool:
+    return Tool.from_function(
+        spec.fn,
+        name=name,
+        title=spec.title,
+        description=spec.description,
+        annotations=ToolAnnotations(title=spec.title, **spec.hints),
+        meta={"nexus/plugin": spec.plugin, "nexus/category": spec.category},
+    )
+
+
+def _first(results: list[Any]) -> Any:
+    return next((r for r in results if r is not None), None)
+
+
+async def _maybe_await(results: list[Any]) -> None:
+    for result in results:
+        if inspect.isawaitable(result):
+            await result
+
+
+def _result_text(result: Any) -> str:
+    return " ".join(getattr(block, "text", "") for block in getattr(result, "content", []) or [])
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, PluginError):
+        return exc.reason
+    if isinstance(exc, ValidationError):
+        return str(validation_error("", exc)).lstrip(": ")
+    return str(exc)

@@ -1,0 +1,171 @@
+"""What a plugin is handed: its context, and registrars that record what it serves."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from nexus_core.errors import PluginError
+from nexus_core.permissions import PathPolicy
+
+
+class PluginConfig(BaseModel):
+    """Base for a plugin's config model: unknown keys in its TOML table are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class PluginContext:
+    """Everything the host gives one plugin.
+
+    ``config`` is the plugin's validated config model; ``paths`` is the policy
+    every path the plugin touches must pass through; ``data_dir`` (created on
+    first use) is where it keeps its state; ``log`` writes to stderr.
+    """
+
+    name: str
+    config: Any
+    paths: PathPolicy
+    data_dir_path: Path
+    log: logging.Logger
+
+    @cached_property
+    def data_dir(self) -> Path:
+        self.data_dir_path.mkdir(parents=True, exist_ok=True)
+        return self.data_dir_path
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    plugin: str
+    name: str
+    fn: Callable[..., Any]
+    category: str
+    title: str | None
+    description: str | None
+    hints: dict[str, bool]
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    plugin: str
+    uri: str
+    fn: Callable[..., Any]
+    category: str | None
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    plugin: str
+    name: str
+    fn: Callable[..., Any]
+    category: str | None
+    options: dict[str, Any]
+
+
+@dataclass
+class _Registrar:
+    plugin: str
+    categories: frozenset[str]
+
+    def _check_category(self, category: str | None, what: str) -> None:
+        if category is not None and category not in self.categories:
+            known = ", ".join(sorted(self.categories))
+            raise PluginError(self.plugin, f"{what} uses undeclared category '{category}' (declared: {known})")
+
+
+@dataclass
+class ToolRegistrar(_Registrar):
+    """``register(fn, category=..., ...)``: records one tool of the plugin."""
+
+    specs: list[ToolSpec] = field(default_factory=list)
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        category: str,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        destructive: bool = True,
+        idempotent: bool = False,
+        open_world: bool = False,
+    ) -> None:
+        """Register ``fn`` as a tool.
+
+        :param category: the permission category that gates it.
+        :param name: the tool's name (default: the function's name), before any prefix.
+        :param title: a human-readable title.
+        :param description: default: the function's docstring.
+        :param read_only: it changes nothing (``readOnlyHint``).
+        :param destructive: it may delete or overwrite (``destructiveHint``; moot when read-only).
+        :param idempotent: calling it twice with the same arguments does no more (``idempotentHint``).
+        :param open_world: it reaches beyond the machine, e.g. the network (``openWorldHint``).
+        """
+        tool_name = name or fn.__name__
+        self._check_category(category, f"tool '{tool_name}'")
+        hints = {"readOnlyHint": read_only, "idempotentHint": idempotent, "openWorldHint": open_world}
+        if not read_only:
+            hints["destructiveHint"] = destructive
+        self.specs.append(ToolSpec(self.plugin, tool_name, fn, category, title, description, hints))
+
+
+@dataclass
+class ResourceRegistrar(_Registrar):
+    """``register(fn, uri, ...)``: records one resource or resource template."""
+
+    specs: list[ResourceSpec] = field(default_factory=list)
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        category: str | None = None,
+    ) -> None:
+        """Register ``fn`` as the resource at ``uri`` (a template when it has ``{variables}``).
+
+        :param category: when given, the resource exists only while that category is granted.
+        """
+        self._check_category(category, f"resource '{uri}'")
+        options = {"name": name, "title": title, "description": description, "mime_type": mime_type}
+        self.specs.append(ResourceSpec(self.plugin, uri, fn, category, options))
+
+
+@dataclass
+class PromptRegistrar(_Registrar):
+    """``register(fn, name=..., ...)``: records one prompt."""
+
+    specs: list[PromptSpec] = field(default_factory=list)
+
+    def __call__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        category: str | None = None,
+    ) -> None:
+        """Register ``fn`` as a prompt; its parameters are the prompt's arguments.
+
+        :param category: when given, the prompt exists only while that category is granted.
+        """
+        prompt_name = name or fn.__name__
+        self._check_category(category, f"prompt '{prompt_name}'")
+        options = {"title": title, "description": description}
+        self.specs.append(PromptSpec(self.plugin, prompt_name, fn, category, options))

@@ -1,0 +1,160 @@
+"""Serving: stdio (what desktop clients launch) and Streamable HTTP.
+
+On stdio, stdout carries the protocol and nothing else: while plugins load,
+file descriptor 1 points at stderr, and while serving the SDK keeps it there,
+so a plugin (or a child process) that prints cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from pydantic import ValidationError
+
+from nexus_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nexus_core.host import Host
+
+log = logging.getLogger("nexus")
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Point fd 1 at stderr for the duration, so stray prints cannot reach the protocol stream."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+async def serve_stdio(host: Host) -> None:
+    server = host.server
+    async with stdio_server() as (read_stream, write_stream):
+        await server._lowlevel_server.run(  # the SDK's own run_stdio_async does the same
+            _ParseErrorReplies(read_stream, write_stream),
+            write_stream,
+            server._lowlevel_server.create_initialization_options(),
+        )
+
+
+class _ParseErrorReplies:
+    """The stdio read stream, answering a line that is not JSON-RPC with an error instead of ignoring it."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner, self._write = inner, write_stream
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(_error_for(item)))
+
+    def __aiter__(self) -> _ParseErrorReplies:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except Exception as exc:
+            if type(exc).__name__ in ("EndOfStream", "ClosedResourceError"):
+                raise StopAsyncIteration from None
+            raise
+
+    def __getattr__(self, name: str) -> Any:  # close, aclose, last_context, ...
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _ParseErrorReplies:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.aclose()
+
+
+def _error_for(exc: Exception) -> JSONRPCError:
+    not_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
+    code, message = (PARSE_ERROR, "Parse error") if not_json else (INVALID_REQUEST, "Invalid Request")
+    log.info("stdio: %s in an incoming line", message.lower())
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=f"{message}: not a JSON-RPC message"))
+
+
+class StaticTokenVerifier:
+    """Accepts exactly one bearer token (compared in constant time)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token.encode()):
+            return AccessToken(token=token, client_id="nexus", scopes=[])
+        return None
+
+
+def http_app(host: Host, *, bind: str, port: int) -> Any:
+    """The Starlette app for Streamable HTTP: bearer token when configured, Host and Origin checks always."""
+    http = host.config.server.http
+    token = http.token.resolve() if http.token else None
+    if http.token and token is None:
+        raise ConfigError(host.config.source, "server.http.token", f"environment variable {http.token.env} is not set")
+    if not _is_loopback(bind) and token is None:
+        raise ConfigError(
+            host.config.source,
+            "server.http.host",
+            f"refusing to listen on {bind} without a token; set [server.http] token = {{ env = \"NEXUS_TOKEN\" }}",
+        )
+    allowed_hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + ([] if _is_loopback(bind) else [f"{bind}:*"])
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=allowed_hosts + list(LOOPBACK_HOSTS),
+        allowed_origins=[f"http://{h}:*" for h in LOOPBACK_HOSTS] + http.allowed_origins,
+    )
+    auth = None
+    if token:
+        url = f"http://{bind}:{port}"
+        auth = AuthSettings(issuer_url=url, resource_server_url=None)  # type: ignore[arg-type]
+    return host.server._lowlevel_server.streamable_http_app(
+        streamable_http_path=http.path,
+        transport_security=security,
+        host=bind,
+        auth=auth,
+        token_verifier=StaticTokenVerifier(token) if token else None,
+    )
+
+
+async def serve_http(host: Host, *, bind: str, port: int) -> None:
+    import uvicorn  # only the HTTP transport pays for it
+
+    app = http_app(host, bind=bind, port=port)
+    config = uvicorn.Config(app, host=bind, port=port, log_level="warning", lifespan="on")
+    log.info("serving on http://%s:%d%s", bind, port, host.config.server.http.path)
+    await uvicorn.Server(config).serve()
+
+
+def _is_loopback(bind: str) -> bool:
+    if bind == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(bind.strip("[]")).is_loopback
+    except ValueError:
+        return False
