@@ -115,7 +115,9 @@ def serve(
         _report(host)
         if transport == "stdio":
             if sys.stdin.isatty():
-                click.echo("nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", err=True)
+                click.echo(
+                    "nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", err=True
+                )
             anyio.run(serve_stdio, host)
         else:
             http = config.server.http
@@ -200,12 +202,12 @@ def call(
     result = anyio.run(_call, host, tool, args)
     if result is None:
         sys.exit(1)
+    text = "\n".join(getattr(block, "text", None) or block.model_dump_json() for block in result.content)
+    if result.is_error:
+        _fail(text, code=1)
     if result.structured_content is not None:
-        click.echo(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-    else:
-        for block in result.content:
-            click.echo(getattr(block, "text", None) or block.model_dump_json())
-    sys.exit(1 if result.is_error else 0)
+        text = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
+    click.echo(text)
 
 
 async def _call(host: Host, tool: str, args: dict[str, Any]) -> Any:

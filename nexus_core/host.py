@@ -335,7 +335,9 @@ def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Hos
         pm = get_plugin_manager()
         records = discover(pm, config)
     else:
-        records = [PluginRecord(name, "registered") for name, _ in pm.list_name_plugin()]
+        records = [
+            PluginRecord(name, "registered", enabled=config.table(name).enabled) for name, _ in pm.list_name_plugin()
+        ]
     return Host(config, pm, records).build()
 
 

@@ -96,7 +96,9 @@ def _error_for(exc: Exception) -> JSONRPCError:
     not_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
     code, message = (PARSE_ERROR, "Parse error") if not_json else (INVALID_REQUEST, "Invalid Request")
     log.info("stdio: %s in an incoming line", message.lower())
-    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=f"{message}: not a JSON-RPC message"))
+    return JSONRPCError(
+        jsonrpc="2.0", id=None, error=ErrorData(code=code, message=f"{message}: not a JSON-RPC message")
+    )
 
 
 class StaticTokenVerifier:
@@ -121,7 +123,7 @@ def http_app(host: Host, *, bind: str, port: int) -> Any:
         raise ConfigError(
             host.config.source,
             "server.http.host",
-            f"refusing to listen on {bind} without a token; set [server.http] token = {{ env = \"NEXUS_TOKEN\" }}",
+            f'refusing to listen on {bind} without a token; set [server.http] token = {{ env = "NEXUS_TOKEN" }}',
         )
     allowed_hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + ([] if _is_loopback(bind) else [f"{bind}:*"])
     security = TransportSecuritySettings(

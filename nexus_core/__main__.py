@@ -1,0 +1,3 @@
+from nexus_core.cli import main
+
+main()

@@ -1,0 +1,115 @@
+"""Shared fixtures: build a host from fake plugins, and talk to real servers through the MCP client."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from nexus_core.config import parse_config
+from nexus_core.host import Host, build_host
+from nexus_core.plugins import get_plugin_manager
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's own nexus.toml or writes to their data dir (servers inherit this too)."""
+    home = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.delenv("NEXUS_CONFIG", raising=False)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def make_host(data_dir: Path, tmp_path: Path) -> Callable[..., Host]:
+    """``make_host({"name": plugin_object}, {config as a dict})``: no entry points, no installing."""
+
+    def make(plugins: dict[str, Any], config: dict[str, Any] | None = None) -> Host:
+        data = dict(config or {})
+        data.setdefault("server", {}).setdefault("data_dir", str(data_dir))
+        pm = get_plugin_manager()
+        for name, plugin in plugins.items():
+            pm.register(plugin, name=name)
+        return build_host(parse_config(data, source="test.toml", base_dir=tmp_path), pm)
+
+    return make
+
+
+def write_config(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def nexus_command(*args: str) -> list[str]:
+    """Run the CLI with this interpreter, so tests use the environment pytest runs in."""
+    return [sys.executable, "-m", "nexus_core", *args]
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    return env | extra
+
+
+@asynccontextmanager
+async def stdio_session(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    """An initialized ``ClientSession`` with ``nexus serve ARGS`` as a subprocess (the classic handshake)."""
+    command = nexus_command("serve", *args)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env or server_env(), cwd=cwd)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Start ``nexus serve --transport http`` on a free loopback port; returns its URL."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+        port = free_port()
+        cmd = nexus_command("serve", "--transport", "http", "--port", str(port), *args)
+        proc = subprocess.Popen(cmd, env=env or server_env(), cwd=cwd or tmp_path, stderr=subprocess.PIPE)
+        procs.append(proc)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return f"http://127.0.0.1:{port}/mcp"
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not start listening")
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,102 @@
+"""`nexus serve --transport http`: the official client, bearer tokens, and Host/Origin checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import server_env, write_config
+
+pytestmark = pytest.mark.anyio
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def token_config(tmp_path: Path) -> Path:
+    return write_config(
+        tmp_path / "nexus.toml",
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\n[server.http]\ntoken = {{ env = "TEST_NEXUS_TOKEN" }}\n',
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_official_client_over_streamable_http(http_server, tmp_path: Path, mode: str) -> None:
+    config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
+    url = http_server("--config", str(config))
+    async with Client(url, mode=mode) as client:
+        assert "hello" in {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool("hello", {"name": "Ada"})
+        assert result.structured_content["text"] == "Hello, Ada!"
+        refused = await client.call_tool("count_lines", {"path": "x"})
+        assert refused.is_error and "'files' category" in refused.content[0].text
+
+
+async def test_a_configured_token_is_required_on_every_request(http_server, token_config: Path) -> None:
+    url = http_server("--config", str(token_config), env=server_env(TEST_NEXUS_TOKEN="right-token"))
+    async with httpx2.AsyncClient() as http:
+        missing = await http.post(url, json=INITIALIZE, headers=HEADERS)
+        wrong = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Authorization": "Bearer wrong-token"})
+        right = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Authorization": "Bearer right-token"})
+    assert missing.status_code == 401 and "Bearer" in missing.headers["www-authenticate"]
+    assert wrong.status_code == 401
+    assert right.status_code == 200
+
+
+async def test_the_sdk_client_with_the_token(http_server, token_config: Path) -> None:
+    url = http_server("--config", str(token_config), env=server_env(TEST_NEXUS_TOKEN="right-token"))
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer right-token"})
+    async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+        assert (await client.call_tool("hello", {"name": "Bo"})).structured_content["text"] == "Hello, Bo!"
+
+
+async def test_foreign_origins_and_hosts_are_refused(http_server, tmp_path: Path) -> None:
+    url = http_server()
+    async with httpx2.AsyncClient() as http:
+        evil_origin = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Origin": "http://evil.example"})
+        evil_host = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Host": "evil.example:80"})
+        local_origin = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Origin": "http://localhost:3000"})
+    assert evil_origin.status_code == 403
+    assert evil_host.status_code == 421
+    assert local_origin.status_code == 200
+
+
+def test_a_token_variable_that_is_not_set_stops_startup(tmp_path: Path, token_config: Path) -> None:
+    import subprocess
+
+    from tests.conftest import nexus_command
+
+    proc = subprocess.run(
+        nexus_command("serve", "--config", str(token_config), "--transport", "http", "--port", "0"),
+        capture_output=True,
+        timeout=60,
+        env=server_env(),
+    )
+    assert proc.returncode == 2
+    assert "server.http.token: environment variable TEST_NEXUS_TOKEN is not set" in proc.stderr.decode()
+
+
+def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import nexus_command
+
+    proc = subprocess.run(
+        nexus_command("serve", "--transport", "http", "--host", "0.0.0.0", "--port", "0"),
+        capture_output=True,
+        timeout=60,
+        env=server_env(),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in proc.stderr.decode()

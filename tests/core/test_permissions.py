@@ -1,0 +1,111 @@
+"""The path policy on real files, folders and symlinks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nexus_core.errors import PermissionDenied
+from nexus_core.permissions import Grants, PathPolicy
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / ".env").write_text("TOKEN=1\n")
+    (root / "keys").mkdir()
+    (root / "keys" / "server.pem").write_text("KEY\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "outside.txt").write_text("no\n")
+    (root / "escape").symlink_to(tmp_path)
+    (root / "inner-link.py").symlink_to(root / "src" / "app.py")
+    (root / "env-alias").symlink_to(root / ".env")
+    return root
+
+
+@pytest.fixture
+def policy(tree: Path) -> PathPolicy:
+    return PathPolicy([tree], ["**/.env", "*.pem"])
+
+
+def test_relative_paths_resolve_against_the_first_root(policy: PathPolicy, tree: Path) -> None:
+    assert policy.resolve("src/app.py") == tree / "src" / "app.py"
+    assert policy.resolve(tree / "src") == tree / "src"
+    assert policy.resolve(".") == tree
+
+
+def test_dotdot_and_absolute_paths_outside_are_refused(policy: PathPolicy, tree: Path) -> None:
+    for path in ("../outside.txt", "src/../../outside.txt", str(tree.parent / "outside.txt"), "/etc/passwd"):
+        with pytest.raises(PermissionDenied, match="outside the allowed roots"):
+            policy.resolve(path)
+
+
+def test_dotdot_that_stays_inside_is_fine(policy: PathPolicy, tree: Path) -> None:
+    assert policy.resolve("src/../src/app.py") == tree / "src" / "app.py"
+
+
+def test_symlinks_are_resolved_before_checking(policy: PathPolicy, tree: Path) -> None:
+    with pytest.raises(PermissionDenied, match="symlink"):
+        policy.resolve("escape/outside.txt")
+    assert policy.resolve("inner-link.py") == tree / "src" / "app.py"
+
+
+def test_deny_patterns_apply_to_the_path_as_written_and_the_real_path(policy: PathPolicy) -> None:
+    with pytest.raises(PermissionDenied, match=r"matches the deny_paths pattern '\*\*/\.env'"):
+        policy.resolve(".env")
+    with pytest.raises(PermissionDenied, match=r"'\*\.pem'"):
+        policy.resolve("keys/server.pem")
+    with pytest.raises(PermissionDenied, match="deny_paths"):
+        policy.resolve("env-alias")  # a harmless name pointing at a denied file
+
+
+def test_directory_patterns_hide_everything_below(tree: Path) -> None:
+    policy = PathPolicy([tree], ["keys/"])
+    with pytest.raises(PermissionDenied):
+        policy.resolve("keys")
+    with pytest.raises(PermissionDenied):
+        policy.resolve("keys/server.pem")
+    assert policy.allows(tree / "src" / "app.py")
+    assert not policy.allows(tree / "keys" / "server.pem")
+
+
+def test_writes_inside_git_are_refused_reads_are_not(policy: PathPolicy, tree: Path) -> None:
+    assert policy.resolve(".git/config") == tree / ".git" / "config"
+    with pytest.raises(PermissionDenied, match=r"\.git directory"):
+        policy.resolve(".git/config", write=True)
+    assert policy.resolve("src/new.py", write=True) == tree / "src" / "new.py"
+
+
+def test_empty_and_nul_paths_are_refused(policy: PathPolicy) -> None:
+    for bad in ("", "   ", "a\x00b"):
+        with pytest.raises(PermissionDenied):
+            policy.resolve(bad)
+
+
+def test_several_roots(tmp_path: Path, tree: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    policy = PathPolicy([tree, other])
+    assert policy.resolve(other / "x") == other / "x"
+    assert policy.resolve("x") == tree / "x"  # relative: the first root
+    assert policy.display(other / "x") == str(other / "x")
+
+
+def test_a_root_given_through_a_symlink_still_contains_its_files(tmp_path: Path, tree: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(tree)
+    policy = PathPolicy([alias])
+    assert policy.resolve("src/app.py") == tree / "src" / "app.py"
+
+
+def test_grants_say_why() -> None:
+    grants = Grants("files", frozenset({"read"}), frozenset(), frozenset({"tail"}))
+    assert grants.refusal(["read_file"], "read") is None
+    assert "needs the 'write' category" in grants.refusal(["write_file"], "write")
+    assert "deny_tools" in grants.refusal(["tail"], "read")
+    narrowed = Grants("files", frozenset({"read"}), frozenset({"read_file"}))
+    assert "allow_tools" in narrowed.refusal(["tail"], "read")
