@@ -1,0 +1,164 @@
+"""Nexus against a bare SDK server over stdio: cold start and tools/call latency, measured in one run.
+
+    .venv/bin/python bench/host_bench.py [--cold 10] [--calls 2000]
+
+Both servers serve the same one-line `echo` tool. Nexus runs with every installed
+plugin, the audit log on, and the echo tool from a plugin folder. Runs are
+interleaved (Nexus, bare, Nexus, ...) so machine noise hits both alike. A raw
+JSON-RPC client over pipes keeps the client's own cost out of the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BARE_SERVER = """
+from mcp.server.mcpserver import MCPServer
+mcp = MCPServer("bare")
+@mcp.tool()
+def echo(text: str) -> str:
+    return text
+mcp.run()
+"""
+
+ECHO_PLUGIN = """
+from nexus_core import hookimpl
+@hookimpl
+def nexus_register_tools(register):
+    def echo(text: str) -> str:
+        return text
+    register(echo, category="default", read_only=True)
+"""
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+
+class Server:
+    """One server process spoken to line by line."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+        self.next_id = 1
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        assert self.proc.stdout is not None
+        while True:
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def handshake(self) -> None:
+        self.send(INITIALIZE)
+        assert self.proc.stdout is not None
+        json.loads(self.proc.stdout.readline())
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def cold_start(command: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Spawn, initialize, tools/list: seconds until the list arrives, and how many tools it had."""
+    started = time.perf_counter()
+    server = Server(command, env)
+    server.handshake()
+    tools = server.request("tools/list")["result"]["tools"]
+    elapsed = time.perf_counter() - started
+    server.close()
+    return elapsed, len(tools)
+
+
+def call_latencies(server: Server, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        reply = server.request("tools/call", {"name": "echo", "arguments": {"text": f"ping {i}"}})
+        out.append(time.perf_counter() - started)
+        assert reply["result"]["structuredContent"] == {"result": f"ping {i}"}, reply
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cold", type=int, default=10, help="cold starts per server")
+    parser.add_argument("--calls", type=int, default=2000, help="tools/call round trips per server")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="nexus-bench-"))
+    (work / "plugins").mkdir()
+    (work / "plugins" / "bench_echo.py").write_text(ECHO_PLUGIN)
+    (work / "bare.py").write_text(BARE_SERVER)
+    (work / "nexus.toml").write_text(f'[server]\ndata_dir = "{work / "data"}"\nplugin_dirs = ["{work / "plugins"}"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_")}
+    nexus = [sys.executable, "-m", "nexus_core", "serve", "--config", str(work / "nexus.toml")]
+    bare = [sys.executable, str(work / "bare.py")]
+
+    cold: dict[str, list[float]] = {"nexus": [], "bare": []}
+    tool_counts = {}
+    for _ in range(args.cold):
+        for name, command in (("nexus", nexus), ("bare", bare)):
+            seconds, tool_counts[name] = cold_start(command, env)
+            cold[name].append(seconds)
+
+    servers = {"nexus": Server(nexus, env), "bare": Server(bare, env)}
+    for server in servers.values():
+        server.handshake()
+        call_latencies(server, 100)  # warm up
+    calls: dict[str, list[float]] = {"nexus": [], "bare": []}
+    for _ in range(10):
+        for name, server in servers.items():
+            calls[name] += call_latencies(server, args.calls // 10)
+    for server in servers.values():
+        server.close()
+
+    plugins = subprocess.run(
+        [*nexus[:-3], "plugins", "--config", str(work / "nexus.toml")], capture_output=True, text=True, env=env
+    ).stdout.split("\n")[1:]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; plugins: {', '.join(p.split()[0] for p in plugins if p)}")
+    print(f"tools listed: nexus {tool_counts['nexus']}, bare {tool_counts['bare']}")
+    print()
+    print(f"{'':34}{'nexus':>10}{'bare':>10}{'ratio':>8}")
+    for label, values, q, scale, unit in (
+        ("cold start (spawn→tools/list) p50", cold, 0.5, 1000, "ms"),
+        ("cold start p95", cold, 0.95, 1000, "ms"),
+        ("tools/call round trip p50", calls, 0.5, 1e6, "µs"),
+        ("tools/call round trip p95", calls, 0.95, 1e6, "µs"),
+    ):
+        a, b = pct(values["nexus"], q) * scale, pct(values["bare"], q) * scale
+        print(f"{label + f' ({unit})':34}{a:>10.1f}{b:>10.1f}{a / b:>8.2f}")
+    print()
+    print(f"goals: cold start ratio <= 1.5, call p50 ratio <= 1.2 (n: {args.cold} cold starts, {args.calls} calls each)")
+    print(f"cold start means: nexus {statistics.mean(cold['nexus']) * 1000:.1f} ms, bare {statistics.mean(cold['bare']) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
