@@ -93,12 +93,18 @@ class _ParseErrorReplies:
 
 
 def _error_for(exc: Exception) -> JSONRPCError:
-    not_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
-    code, message = (PARSE_ERROR, "Parse error") if not_json else (INVALID_REQUEST, "Invalid Request")
-    log.info("stdio: %s in an incoming line", message.lower())
-    return JSONRPCError(
-        jsonrpc="2.0", id=None, error=ErrorData(code=code, message=f"{message}: not a JSON-RPC message")
+    """-32700 for a line that is not JSON; -32600 for JSON that is not a valid message, with its id when it has one."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if not errors or any(e["type"] == "json_invalid" for e in errors):
+        log.info("stdio: a line that is not JSON")
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error"))
+    request_id = next(
+        (e["input"]["id"] for e in errors if isinstance(e["input"], dict) and type(e["input"].get("id")) in (int, str)),
+        None,
     )
+    log.info("stdio: an invalid JSON-RPC message (id %r)", request_id)
+    message = f"Invalid Request: {errors[0]['msg']} at {'.'.join(map(str, errors[0]['loc'][1:])) or 'top level'}"
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=INVALID_REQUEST, message=message))
 
 
 class StaticTokenVerifier:

@@ -77,6 +77,7 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(config: Path, tmp_p
         },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         "this is not json",
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": "not an object"},
         {"jsonrpc": "2.0", "id": 2, "method": "no/such/method"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "x"}}},
     ]
@@ -95,7 +96,7 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(config: Path, tmp_p
             proc.stdin.write(((line if isinstance(line, str) else json.dumps(line)) + "\n").encode())
         proc.stdin.flush()
         replies = {}
-        while {None, 1, 2, 3} - set(replies):  # stdin stays open until every reply is in
+        while {None, 1, 2, 3, 4} - set(replies):  # stdin stays open until every reply is in
             reply = json.loads(proc.stdout.readline())  # every stdout line is JSON-RPC
             replies[reply.get("id")] = reply
         proc.stdin.close()
@@ -105,6 +106,7 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(config: Path, tmp_p
         watchdog.cancel()
     assert replies[None]["error"]["code"] == -32700
     assert replies[2]["error"]["code"] == -32601
+    assert replies[4]["error"]["code"] == -32600 and "params" in replies[4]["error"]["message"]
     assert replies[3]["result"]["structuredContent"] == {"result": "X"}  # still serving after the garbage
     assert stdout_rest == b""
     assert proc.returncode == 0
