@@ -149,7 +149,7 @@ class Host:
             include_arguments=config.server.audit.include_arguments,
         )
         self._started: set[str] = set()
-        self.server = self._new_server([])
+        self.server: NexusServer  # set by build()
 
     # -- building -----------------------------------------------------------------
 
