@@ -20,6 +20,7 @@ from typing import Any
 
 import importlib_metadata
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 from pydantic import ValidationError
@@ -114,10 +115,11 @@ class NexusServer(MCPServer[Any]):
         started = time.perf_counter()
         outcome, error = "ok", None
         try:
-            refusal = entry.refusal or self.host.unavailable(entry.plugin)
-            if refusal:
+            if entry.refusal:
                 outcome = "denied"
-                raise PermissionDenied(refusal)
+                raise PermissionDenied(entry.refusal)
+            if reason := self.host.unavailable(entry.plugin):
+                raise ToolError(reason)
             result = await super().call_tool(name, arguments, context)
             if getattr(result, "is_error", False):
                 outcome, error = "error", _result_text(result)
