@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import click
+import importlib_metadata
 
 from nexus_core import clients
 from nexus_core.config import CONFIG_NAME, NexusConfig, load_config, parse_config, user_config_path
@@ -22,6 +23,8 @@ from nexus_core.sample_config import sample_config
 from nexus_core.transports import serve_http, serve_stdio, stdout_to_stderr
 
 log = logging.getLogger("nexus")
+
+CLI_ENTRY_POINT_GROUP = "nexus.cli"
 
 
 def main() -> None:
@@ -59,10 +62,7 @@ def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool
     if overrides:
         data = config.model_dump(mode="python", exclude_unset=True)
         for item in overrides:
-            key, sep, raw = item.partition("=")
-            if not sep or not key:
-                raise NexusError(f"--set expects KEY=VALUE, got '{item}'")
-            _set_dotted(data, key.strip(), _toml_value(raw))
+            _merge(data, _override(item))
         config = parse_config(data, source=f"{config.source} with --set", base_dir=config.base_dir)
     level = "DEBUG" if verbose else config.server.log_level
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -70,21 +70,53 @@ def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool
     return config
 
 
-def _toml_value(raw: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw
+def _override(item: str) -> dict[str, Any]:
+    """One ``--set KEY=VALUE`` read as the TOML line ``KEY = VALUE``; a bare word is taken as a string."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise NexusError(f"--set expects KEY=VALUE, got '{item}'")
+    for value in (raw, json.dumps(raw)):
+        try:
+            return tomllib.loads(f"{key} = {value}")
+        except tomllib.TOMLDecodeError:
+            continue
+    raise NexusError(f"--set: '{key}' is not a valid TOML key")
 
 
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    *parents, last = key.split(".")
-    for part in parents:
-        data = data.setdefault(part, {})
-    data[last] = value
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class PluginCommands(click.Group):
+    """Adds the commands plugins publish under the entry point group ``nexus.cli``, imported only when run."""
+
+    def _entry_points(self) -> dict[str, Any]:
+        return {ep.name: ep for ep in importlib_metadata.entry_points(group=CLI_ENTRY_POINT_GROUP)}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._entry_points()})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            return command
+        ep = self._entry_points().get(name)
+        if ep is None:
+            return None
+        try:
+            loaded = ep.load()
+        except Exception as exc:  # a broken plugin command must not break the others
+            _fail(f"command '{name}' from {ep.value} failed to load: {type(exc).__name__}: {exc}")
+        if not isinstance(loaded, click.Command):
+            _fail(f"entry point {name} = {ep.value} is not a click command")
+        return loaded
+
+
+@click.group(cls=PluginCommands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="nexus-core", prog_name="nexus")
 def cli() -> None:
     """Nexus: one MCP server, composed from installed plugins."""
@@ -96,6 +128,11 @@ def cli() -> None:
 @click.option("--host", "bind", help="HTTP address (default from [server.http], else 127.0.0.1).")
 @click.option("--port", type=int, help="HTTP port (default from [server.http], else 8765).")
 @click.option("--name", help="The server's name as clients see it.")
+@click.option(
+    "--libraries",
+    metavar="NAME:PATH,...",
+    help="Markdown libraries for nexus-manual, e.g. 'work:~/notes/work,personal:~/notes/me'.",
+)
 def serve(
     config_path: str | None,
     overrides: tuple[str, ...],
@@ -104,11 +141,13 @@ def serve(
     bind: str | None,
     port: int | None,
     name: str | None,
+    libraries: str | None,
 ) -> None:
     """Serve every enabled plugin over stdio (for desktop clients) or Streamable HTTP."""
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
     try:
+        overrides += _library_overrides(libraries)
         config = load(config_path, overrides, verbose)
         with stdout_to_stderr():  # plugins' import-time prints must not reach the protocol stream
             host = build_host(config)
@@ -125,6 +164,17 @@ def serve(
             anyio.run(lambda: serve_http(host, bind=bind, port=port))
     except NexusError as exc:
         _fail(str(exc))
+
+
+def _library_overrides(libraries: str | None) -> tuple[str, ...]:
+    """``work:/a,me:/b`` as ``--set`` overrides of ``[plugins.manual.libraries]``."""
+    overrides = []
+    for item in filter(None, (part.strip() for part in (libraries or "").split(","))):
+        name, sep, path = item.partition(":")
+        if not sep or not name.strip() or not path.strip():
+            raise NexusError(f"--libraries expects NAME:PATH pairs separated by commas, got '{item}'")
+        overrides.append(f"plugins.manual.libraries.{json.dumps(name.strip())} = {json.dumps(path.strip())}")
+    return tuple(overrides)
 
 
 def _report(host: Host) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import click
 from pydantic import BaseModel, Field
 
 from nexus_core import Category, PluginConfig, PluginContext, ToolError, hookimpl
@@ -93,3 +94,10 @@ async def nexus_startup(ctx: PluginContext) -> None:
 @hookimpl
 async def nexus_shutdown(ctx: PluginContext) -> None:
     ctx.log.debug("hello plugin stopped")
+
+
+@click.command("hello")
+@click.argument("name")
+def hello_command(name: str) -> None:
+    """Greet NAME from the command line (a plugin's own `nexus` subcommand)."""
+    click.echo(f"Hello, {name}!")

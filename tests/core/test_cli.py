@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nexus_core.cli import cli
+from nexus_core.cli import _library_overrides, _override, cli
 from tests.conftest import nexus_command, server_env, write_config
 
 
@@ -142,3 +142,23 @@ def test_a_disabled_plugin_is_never_imported(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "disabled False"
+
+
+def test_plugins_add_cli_commands_through_entry_points() -> None:
+    code, out, _ = run("--help")
+    assert code == 0 and "hello" in out
+    code, out, _ = run("hello", "Ada")
+    assert code == 0 and out == "Hello, Ada!\n"
+
+
+def test_set_and_libraries_are_toml_lines(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path}"\n')
+    code, out, _ = run("call", "--config", str(config), "--set", "plugins.hello.greeting=Hi there", "hello", "name=Ada")
+    assert code == 0 and json.loads(out)["text"] == "Hi there, Ada!"
+
+    assert [_override(o) for o in _library_overrides("work:~/notes, 笔记:/tmp/n")] == [
+        {"plugins": {"manual": {"libraries": {"work": "~/notes"}}}},
+        {"plugins": {"manual": {"libraries": {"笔记": "/tmp/n"}}}},
+    ]
+    code, _, err = run("serve", "--libraries", "work")
+    assert code == 2 and "NAME:PATH" in err
