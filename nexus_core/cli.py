@@ -147,8 +147,7 @@ def serve(
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
     try:
-        overrides += _library_overrides(libraries)
-        config = load(config_path, overrides, verbose)
+        config = _with_libraries(load(config_path, overrides, verbose), libraries)
         with stdout_to_stderr():  # plugins' import-time prints must not reach the protocol stream
             host = build_host(config)
         _report(host)
@@ -166,15 +165,23 @@ def serve(
         _fail(str(exc))
 
 
-def _library_overrides(libraries: str | None) -> tuple[str, ...]:
-    """``work:/a,me:/b`` as ``--set`` overrides of ``[plugins.manual.libraries]``."""
-    overrides = []
-    for item in filter(None, (part.strip() for part in (libraries or "").split(","))):
+def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
+    """``--libraries work:/a,me:/b``: nexus-manual's libraries, their folders added to its roots."""
+    pairs = [part.strip() for part in (libraries or "").split(",") if part.strip()]
+    if not pairs:
+        return config
+    data = config.model_dump(mode="python", exclude_unset=True)
+    table = config.table("manual")
+    roots = [str(r) for r in table.roots or config.server.roots or []]
+    for item in pairs:
         name, sep, path = item.partition(":")
         if not sep or not name.strip() or not path.strip():
             raise NexusError(f"--libraries expects NAME:PATH pairs separated by commas, got '{item}'")
-        overrides.append(f"plugins.manual.libraries.{json.dumps(name.strip())} = {json.dumps(path.strip())}")
-    return tuple(overrides)
+        folder = str(Path(path.strip()).expanduser().absolute())  # typed in a shell: relative to its cwd
+        _merge(data, {"plugins": {"manual": {"libraries": {name.strip(): folder}}}})
+        roots.append(folder)
+    _merge(data, {"plugins": {"manual": {"roots": roots}}})
+    return parse_config(data, source=f"{config.source} with --libraries", base_dir=config.base_dir)
 
 
 def _report(host: Host) -> None:

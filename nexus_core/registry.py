@@ -27,7 +27,9 @@ class PluginContext:
 
     ``config`` is the plugin's validated config model; ``paths`` is the policy
     every path the plugin touches must pass through; ``data_dir`` (created on
-    first use) is where it keeps its state; ``log`` writes to stderr.
+    first use) is where it keeps its files; ``log`` writes to stderr; ``state``
+    holds what the plugin opens at run time (a database handle, an index) so
+    its hooks can share it.
     """
 
     name: str
@@ -35,6 +37,7 @@ class PluginContext:
     paths: PathPolicy
     data_dir_path: Path
     log: logging.Logger
+    state: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def data_dir(self) -> Path:

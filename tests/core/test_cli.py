@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nexus_core.cli import _library_overrides, _override, cli
+from nexus_core.cli import _with_libraries, cli
+from nexus_core.config import load_config
 from tests.conftest import nexus_command, server_env, write_config
 
 
@@ -156,9 +157,10 @@ def test_set_and_libraries_are_toml_lines(tmp_path: Path) -> None:
     code, out, _ = run("call", "--config", str(config), "--set", "plugins.hello.greeting=Hi there", "hello", "name=Ada")
     assert code == 0 and json.loads(out)["text"] == "Hi there, Ada!"
 
-    assert [_override(o) for o in _library_overrides("work:~/notes, 笔记:/tmp/n")] == [
-        {"plugins": {"manual": {"libraries": {"work": "~/notes"}}}},
-        {"plugins": {"manual": {"libraries": {"笔记": "/tmp/n"}}}},
-    ]
+    with_libraries = _with_libraries(load_config(config), "work:notes/work, 笔记:/tmp/n")
+    manual = with_libraries.table("manual")
+    work = str(Path.cwd() / "notes/work")
+    assert manual.plugin_keys == {"libraries": {"work": work, "笔记": "/tmp/n"}}
+    assert with_libraries.roots_for("manual") == [Path(work), Path("/tmp/n")]
     code, _, err = run("serve", "--libraries", "work")
     assert code == 2 and "NAME:PATH" in err

@@ -1,0 +1,274 @@
+"""Libraries: named folders of Markdown entities, every path checked by the host's path policy.
+
+A library's folder is resolved through ``ctx.paths`` on every call, so a folder
+outside the plugin's roots, or a symlink that leads out of them, is refused
+even if it changed after the server started. Entity files must then resolve to
+a file directly inside that folder: a symlinked entity pointing elsewhere
+(another library included) is refused too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from nexus_core import PathPolicy, PermissionDenied, ToolError
+from nexus_manual import frontmatter
+from nexus_manual.atomic import atomic_write
+from nexus_manual.names import MANUAL_NAME, check_entity_name
+from nexus_manual.sections import Heading, outline
+
+JOURNEY = "journey.yaml"
+_CACHE_SIZE = 64  # outlines kept, keyed by file identity; a 5 MB file's outline is a few KB
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One Markdown file as read: its text, front matter split and top-level headings."""
+
+    name: str
+    path: Path
+    text: str
+    parts: frontmatter.Split
+    headings: list[Heading]
+
+    @property
+    def where(self) -> str:
+        return f"'{self.name}'"
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What is cached per file: its identity, headings, and byte offsets of every section boundary."""
+
+    key: tuple[int, int, int]
+    headings: list[Heading]
+    body_start: int
+    byte_at: dict[int, int]  # character offset -> byte offset, for the boundaries above
+
+
+def _identity(f: BinaryIO) -> tuple[int, int, int]:
+    st = os.fstat(f.fileno())
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _byte_offsets(text: str, points: set[int]) -> dict[int, int]:
+    if text.isascii():
+        return {p: p for p in points}
+    out, prev, acc = {}, 0, 0
+    for p in sorted(points):
+        acc += len(text[prev:p].encode("utf-8"))
+        out[p], prev = acc, p
+    return out
+
+
+class Library:
+    def __init__(self, name: str, folder: str, paths: PathPolicy) -> None:
+        self.name = name
+        self.folder = Path(folder).expanduser()
+        self.paths = paths
+        self.lock = threading.RLock()  # one writer at a time: edits are read-modify-write
+        self._outlines: OrderedDict[Path, Outline] = OrderedDict()
+        self._outlines_lock = threading.Lock()
+
+    # -- paths ----------------------------------------------------------------------
+
+    def root(self) -> Path:
+        """The library's real folder, or PermissionDenied / ToolError saying why it cannot be used."""
+        try:
+            real = self.paths.resolve(self.folder)
+        except PermissionDenied as exc:
+            raise PermissionDenied(
+                f"library '{self.name}' is refused: {exc}. Add its folder to roots in [plugins.manual]."
+            ) from None
+        if not real.is_dir():
+            raise ToolError(f"library '{self.name}': '{self.folder}' does not exist or is not a folder")
+        return real
+
+    def entity_path(self, name: str, *, write: bool = False, root: Path | None = None) -> Path:
+        """The real path of ``<name>.md``; ``root`` (from ``root()``) saves resolving the folder again in a loop."""
+        check_entity_name(name)
+        return self._inside(f"{name}.md", write=write, root=root)
+
+    def manual_path(self, *, write: bool = False, root: Path | None = None) -> Path:
+        return self._inside(f"{MANUAL_NAME}.md", write=write, root=root)
+
+    def _inside(self, file_name: str, *, write: bool, root: Path | None = None) -> Path:
+        root = root or self.root()
+        real = self.paths.resolve(root / file_name, write=write)
+        if real.parent != root:
+            raise PermissionDenied(
+                f"permission denied: '{file_name}' in library '{self.name}' resolves to '{real}', "
+                "outside the library folder"
+            )
+        return real
+
+    # -- listing and reading --------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Every entity name, sorted: ``*.md`` files directly in the folder, except meta.md and hidden files."""
+        root = self.root()
+        found = []
+        with os.scandir(root) as entries:
+            for entry in entries:
+                stem = entry.name[:-3]
+                if not entry.name.endswith(".md") or entry.name.startswith(".") or stem == MANUAL_NAME:
+                    continue
+                if entry.is_symlink():
+                    real = Path(os.path.realpath(entry.path))
+                    if real.parent != root or not self.paths.allows(real):
+                        continue  # a symlink out of the library is not one of its entities
+                elif self.paths.deny_patterns and not self.paths.allows(Path(entry.path)):
+                    continue
+                if entry.is_file():
+                    found.append(stem)
+        return sorted(found)
+
+    def exists(self, name: str) -> bool:
+        return self.entity_path(name).is_file()
+
+    def require(self, names: list[str]) -> list[Path]:
+        """The paths of existing entities; one ToolError naming every missing one."""
+        paths = [self.entity_path(n) for n in names]
+        missing = [n for n, p in zip(names, paths, strict=True) if not p.is_file()]
+        if missing:
+            raise ToolError(
+                f"no entity named {', '.join(repr(m) for m in missing)} in library '{self.name}'; "
+                "list_entities shows the names"
+            )
+        return paths
+
+    def read(self, name: str) -> Doc:
+        return self.load(name, self.require([name])[0])
+
+    def load(self, name: str, path: Path) -> Doc:
+        """Read a file and its outline; the outline is cached per file identity (inode, mtime, size)."""
+        with self._open(name, path) as f:
+            key = _identity(f)
+            text = self._decode(name, f.read())
+        cached = self._cached(path, key) or self._remember(path, key, text)
+        return Doc(name, path, text, frontmatter.split(text), cached.headings)
+
+    def peek(
+        self, name: str, path: Path, pick: Callable[[list[Heading]], list[Heading]], *, front: bool = False
+    ) -> tuple[list[Heading], str, list[tuple[Heading, str]]]:
+        """The headings, the front matter block (when ``front``) and the text of the sections ``pick`` chooses.
+
+        With the outline cached, only the chosen byte ranges are read: a section of a
+        large file costs a seek and a small read, not a parse.
+        """
+        with self._open(name, path) as f:
+            key = _identity(f)
+            cached = self._cached(path, key)
+            if cached is None:
+                text = self._decode(name, f.read())
+                cached = self._remember(path, key, text)
+                chosen = pick(cached.headings)
+                block = text[: cached.body_start] if front else ""
+                return cached.headings, block, [(h, text[h.start : h.end]) for h in chosen]
+            chosen = pick(cached.headings)
+            at = cached.byte_at
+            block = self._span(name, f, 0, at[cached.body_start]) if front else ""
+            return cached.headings, block, [(h, self._span(name, f, at[h.start], at[h.end])) for h in chosen]
+
+    def _open(self, name: str, path: Path) -> BinaryIO:
+        try:
+            return open(path, "rb")
+        except FileNotFoundError:
+            raise ToolError(f"'{name}' no longer exists in library '{self.name}'") from None
+
+    def _decode(self, name: str, data: bytes) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"'{name}' in library '{self.name}' is not UTF-8 text") from None
+
+    def _span(self, name: str, f: BinaryIO, start: int, end: int) -> str:
+        f.seek(start)
+        return self._decode(name, f.read(end - start))
+
+    def _cached(self, path: Path, key: tuple[int, int, int]) -> Outline | None:
+        with self._outlines_lock:
+            cached = self._outlines.get(path)
+            if cached is None or cached.key != key:
+                return None
+            self._outlines.move_to_end(path)
+            return cached
+
+    def _remember(self, path: Path, key: tuple[int, int, int], text: str) -> Outline:
+        body_start = frontmatter.split(text).body_start
+        headings = outline(text, body_start)
+        points = {0, body_start, len(text), *(h.start for h in headings), *(h.end for h in headings)}
+        entry = Outline(key, headings, body_start, _byte_offsets(text, points))
+        with self._outlines_lock:
+            self._outlines[path] = entry
+            while len(self._outlines) > _CACHE_SIZE:
+                self._outlines.popitem(last=False)
+        return entry
+
+    @staticmethod
+    def parse(name: str, path: Path, text: str) -> Doc:
+        """A Doc for text about to be written (no cache: it is not on disk yet)."""
+        parts = frontmatter.split(text)
+        return Doc(name, path, text, parts, outline(text, parts.body_start))
+
+    # -- writing --------------------------------------------------------------------
+
+    def write(self, path: Path, text: str) -> None:
+        atomic_write(path, text)
+
+    def write_many(self, items: list[tuple[Path, str]]) -> None:
+        """Write several files, each atomically, in parallel.
+
+        Each write waits on its own fsync; run side by side, the file system
+        commits them together, which makes a rename touching hundreds of files
+        several times faster on a busy disk.
+        """
+        if len(items) < 4:
+            for path, text in items:
+                atomic_write(path, text)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="manual-write") as pool:
+            for future in [pool.submit(atomic_write, path, text) for path, text in items]:
+                future.result()  # the first failure is raised once every write has finished
+
+    def remove(self, path: Path) -> None:
+        path.unlink()
+
+    def log_journey(self, entry: dict[str, Any]) -> None:
+        """Append one record to journey.yaml in the library (read, append, atomic rewrite)."""
+        path = self._inside(JOURNEY, write=True)
+        records: list[Any] = []
+        if path.is_file():
+            import yaml
+
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            records = loaded if isinstance(loaded, list) else ([] if loaded is None else [loaded])
+        records.append({"at": frontmatter.now(), **entry})
+        import yaml
+
+        atomic_write(path, yaml.safe_dump(records, sort_keys=False, allow_unicode=True, default_flow_style=False))
+
+
+class Libraries:
+    """Every configured library, by name."""
+
+    def __init__(self, folders: dict[str, str], paths: PathPolicy) -> None:
+        self._libs = {name: Library(name, folder, paths) for name, folder in folders.items()}
+
+    def get(self, name: str) -> Library:
+        lib = self._libs.get(name)
+        if lib is None:
+            known = ", ".join(f"'{n}'" for n in self._libs) or "none; configure [plugins.manual.libraries]"
+            raise ToolError(f"unknown library '{name}'; known libraries: {known}")
+        return lib
+
+    def __iter__(self) -> Iterator[Library]:
+        return iter(self._libs.values())

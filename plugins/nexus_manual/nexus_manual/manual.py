@@ -1,0 +1,91 @@
+"""What the manual tools do: ``meta.md``, one per library, edited section by section.
+
+``toc`` names a section by its heading text (leading ``#`` marks, spacing and
+case ignored). A section whose body becomes empty loses its heading too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nexus_core import ToolError
+from nexus_manual import frontmatter
+from nexus_manual.entities import heading_line
+from nexus_manual.library import Doc, Library
+from nexus_manual.models import Changed, ManualText, TocItem
+from nexus_manual.names import FRONTMATTER, MANUAL_NAME
+from nexus_manual.sections import Heading, append_block, find_section, replace_exact, sections_named
+
+
+def _doc(lib: Library, *, write: bool = False) -> tuple[Path, Doc | None]:
+    path = lib.manual_path(write=write)
+    return path, (lib.load(MANUAL_NAME, path) if path.is_file() else None)
+
+
+def _require(lib: Library, path: Path, doc: Doc | None) -> Doc:
+    if doc is None:
+        raise ToolError(f"library '{lib.name}' has no manual yet ({path.name}); add_manual_section creates it")
+    return doc
+
+
+def read_manual(lib: Library) -> ManualText:
+    _, doc = _doc(lib)
+    if doc is None:
+        return ManualText(library=lib.name, exists=False, content="", toc=[])
+    toc = [TocItem(heading=FRONTMATTER, level=0)] if doc.parts.raw is not None else []
+    toc += [TocItem(heading=h.text, level=h.level) for h in doc.headings]
+    return ManualText(library=lib.name, exists=True, content=doc.text, toc=toc)
+
+
+def _save(lib: Library, path: Path, text: str, message: str) -> Changed:
+    lib.write(path, frontmatter.touch(text, add_if_missing=False))
+    return Changed(library=lib.name, changed=[MANUAL_NAME], message=message)
+
+
+def _drop_if_empty(text: str, h: Heading, delta: int) -> tuple[str, bool]:
+    """Remove the section's heading when its body (subsections included) is now only whitespace."""
+    end = h.end + delta
+    if text[h.body_start : end].strip():
+        return text, False
+    return text[: h.start] + text[end:], True
+
+
+def update_section(lib: Library, toc: str, old: str, new: str) -> Changed:
+    with lib.lock:
+        path, doc = _doc(lib, write=True)
+        doc = _require(lib, path, doc)
+        h = find_section(doc.headings, toc, "the manual")
+        text = replace_exact(doc.text, old, new, h.body_start, h.end, f"section '{h.text}' of the manual")
+        text, dropped = _drop_if_empty(text, h, len(text) - len(doc.text))
+        return _save(
+            lib, path, text, f"section '{h.text}' " + ("is now empty and was removed" if dropped else "updated")
+        )
+
+
+def add_section(lib: Library, toc: str, new: str) -> Changed:
+    if not new.strip():
+        raise ToolError("new_content is empty")
+    with lib.lock:
+        path, doc = _doc(lib, write=True)
+        text = doc.text if doc else ""
+        headings = doc.headings if doc else []
+        if not sections_named(headings, toc):
+            block = heading_line(toc, 2) + "\n" + new.strip("\n")
+            return _save(lib, path, append_block(text, len(text), block), f"created section '{toc.strip()}'")
+        h = find_section(headings, toc, "the manual")  # refuses an ambiguous heading rather than guess
+        return _save(lib, path, append_block(text, h.own_end, new), f"appended to section '{h.text}'")
+
+
+def delete_section(lib: Library, toc: str, deleting: str) -> Changed:
+    with lib.lock:
+        path, doc = _doc(lib, write=True)
+        doc = _require(lib, path, doc)
+        h = find_section(doc.headings, toc, "the manual")
+        text = replace_exact(doc.text, deleting, "", h.body_start, h.end, f"section '{h.text}' of the manual")
+        text, dropped = _drop_if_empty(text, h, len(text) - len(doc.text))
+        return _save(
+            lib,
+            path,
+            text,
+            f"deleted text from section '{h.text}'" + ("; it was empty, so it was removed" if dropped else ""),
+        )

@@ -1,0 +1,151 @@
+"""Headings and sections, found with a real CommonMark parser, and the exact-context edit primitives.
+
+A section starts at its heading line and runs to the next heading of the same
+or a higher level (fewer ``#``), or to the end of the file. Only top-level
+headings count: a ``#`` line inside a code fence, a block quote or a list is
+not a section boundary. All offsets are character offsets in the whole file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from nexus_core import ToolError
+from nexus_manual.names import compile_globs, normalize_heading, snippet
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int
+    start: int  # first character of the heading line
+    body_start: int  # first character after the heading line(s)
+    end: int  # where the section ends (next heading of the same or a higher level, or EOF)
+    own_end: int  # where its own text ends (its first subsection, or ``end``)
+    key: str  # the text as compared: normalize_heading(text)
+
+
+class MatchError(ToolError):
+    """An exact text matched zero or several times: nothing was changed."""
+
+
+@cache
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    md.disable("inline")  # headings' raw text is all we need; inline parsing is most of the cost
+    return md
+
+
+def outline(text: str, body_start: int = 0) -> list[Heading]:
+    """Every top-level heading of ``text[body_start:]``, with its section's extent."""
+    body = text[body_start:]
+    if "#" not in body and "=" not in body and "-" not in body:
+        return []  # no heading possible: skip the parser
+    line_starts = [0, *(m.end() for m in re.finditer("\n", body))]
+    found: list[tuple[str, int, int, int]] = []
+    tokens = _parser().parse(body)
+    for i, tok in enumerate(tokens):
+        if tok.type != "heading_open" or tok.level != 0 or tok.map is None:
+            continue
+        first, after = tok.map
+        start = body_start + line_starts[first]
+        stop = body_start + (line_starts[after] if after < len(line_starts) else len(body))
+        found.append((tokens[i + 1].content.strip(), int(tok.tag[1:]), start, stop))
+    return _extents(found, len(text))
+
+
+def _extents(found: list[tuple[str, int, int, int]], length: int) -> list[Heading]:
+    headings = []
+    for i, (text, level, start, body_start) in enumerate(found):
+        end = next((f[2] for f in found[i + 1 :] if f[1] <= level), length)
+        own_end = found[i + 1][2] if i + 1 < len(found) and found[i + 1][2] < end else end
+        headings.append(Heading(text, level, start, body_start, end, own_end, normalize_heading(text)))
+    return headings
+
+
+def sections_named(headings: list[Heading], wanted: str) -> list[Heading]:
+    key = normalize_heading(wanted)
+    if not key:
+        raise ToolError("the section heading is empty")
+    return [h for h in headings if h.key == key]
+
+
+def find_section(headings: list[Heading], wanted: str, where: str) -> Heading:
+    """The one heading whose normalised text equals ``wanted``'s; ToolError when none or several."""
+    hits = sections_named(headings, wanted)
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        known = ", ".join(f"'{h.text}'" for h in headings[:30]) or "none"
+        raise ToolError(f"{where} has no section '{wanted}' (its headings: {known})")
+    raise ToolError(
+        f"{where} has {len(hits)} sections headed '{wanted}'; rename one of them with replace_entity_section "
+        "or edit the whole file"
+    )
+
+
+def matching_sections(headings: list[Heading], globs: list[str]) -> list[Heading]:
+    pattern = compile_globs(globs)
+    return [h for h in headings if pattern.match(h.key)]
+
+
+def occurrences(haystack: str, needle: str, start: int, end: int) -> list[int]:
+    """Offsets (overlaps included) where ``needle`` occurs inside ``haystack[start:end]``."""
+    hits, pos = [], haystack.find(needle, start, end)
+    while pos >= 0:
+        hits.append(pos)
+        pos = haystack.find(needle, pos + 1, end)
+    return hits
+
+
+def locate_once(text: str, needle: str, start: int, end: int, where: str) -> int:
+    """The offset of the single occurrence of ``needle`` in ``text[start:end]``; MatchError otherwise."""
+    if not needle:
+        raise ToolError("the exact text to look for is empty")
+    hits = occurrences(text, needle, start, end)
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise MatchError(
+            f"'{snippet(needle)}' matches 0 times in {where}; nothing changed. "
+            "Copy the exact text (spaces and line breaks included) from a read tool."
+        )
+    lines = ", ".join(str(text.count("\n", 0, h) + 1) for h in hits[:10])
+    raise MatchError(
+        f"'{snippet(needle)}' matches {len(hits)} times in {where} (lines {lines}); nothing changed. "
+        "Include more surrounding text so it matches exactly once."
+    )
+
+
+def replace_exact(text: str, old: str, new: str, start: int, end: int, where: str) -> str:
+    pos = locate_once(text, old, start, end, where)
+    return text[:pos] + new + text[pos + len(old) :]
+
+
+def insert_after(text: str, context: str, content: str, start: int, end: int, where: str) -> str:
+    """Insert ``content`` right after the one occurrence of ``context``.
+
+    When the context ends a line, the content goes on the next line(s) instead
+    of being glued to it.
+    """
+    pos = locate_once(text, context, start, end, where) + len(context)
+    if (pos == len(text) or text[pos] == "\n") and not context.endswith("\n") and not content.startswith("\n"):
+        content = "\n" + content.rstrip("\n")
+    return text[:pos] + content + text[pos:]
+
+
+def append_block(text: str, pos: int, content: str) -> str:
+    """Insert ``content`` as its own Markdown block at ``pos``: a blank line before it and, when more follows, after."""
+    block = content.strip("\n")
+    if not block:
+        raise ToolError("the content to add is empty")
+    before, after = text[:pos], text[pos:]
+    stripped = before.rstrip("\n")
+    lead = "" if not stripped else "\n\n"
+    tail = "\n\n" if after.strip() else "\n"
+    return stripped + lead + block + tail + after.lstrip("\n")

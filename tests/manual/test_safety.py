@@ -1,0 +1,138 @@
+"""Paths, isolation, atomic writes, and the plugin over real stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from mcp import Client
+
+from tests.conftest import server_env, stdio_session, write_config
+from tests.manual.conftest import entity, write
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_library_symlinked_out_of_the_roots_is_refused(manual, root, tmp_path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside / "secret.md", entity("secret", "# Secret\n"))
+    os.symlink(outside, root / "escape")
+    libraries = {"work": str(root / "work"), "escape": str(root / "escape"), "far": str(outside)}
+    async with manual(libraries=libraries) as tools:
+        via_link = await tools.err("list_entities", library_name="escape")
+        direct = await tools.err("read_entities", library_name="far", entity_names=["secret"])
+        write_attempt = await tools.err("add_entities", library_name="escape", entities=[{"name": "x"}])
+        fine = await tools.ok("list_entities", library_name="work")
+    assert "library 'escape' is refused" in via_link and "symlink" in via_link and "roots" in via_link
+    assert "library 'far' is refused" in direct and "outside the allowed roots" in direct
+    assert "refused" in write_attempt and sorted(p.name for p in outside.iterdir()) == ["secret.md"]
+    assert fine["entities"] == []
+
+
+async def test_an_entity_symlinked_out_of_its_library_is_refused(manual, root) -> None:
+    write(root / "personal" / "diary.md", entity("diary", "# Dear diary\n"))
+    os.symlink(root / "personal" / "diary.md", root / "work" / "diary.md")
+    async with manual() as tools:
+        listed = await tools.ok("list_entities", library_name="work")
+        read = await tools.err("read_entities", library_name="work", entity_names=["diary"])
+        edit = await tools.err("add_entity_content", library_name="work", entity_name="diary", content="x")
+    assert listed["entities"] == []
+    assert "outside the library folder" in read and "outside the library folder" in edit
+    assert "x" not in (root / "personal" / "diary.md").read_text().split("---\n")[2]
+
+
+async def test_two_libraries_are_isolated(manual, root) -> None:
+    async with manual() as tools:
+        await tools.ok("add_entities", library_name="work", entities=[{"name": "shared", "content": "work side"}])
+        await tools.ok("add_entities", library_name="personal", entities=[{"name": "shared", "content": "home side"}])
+        await tools.ok("add_manual_section", library_name="work", toc="Rules", new_content="work rules")
+        await tools.ok("rename_entity", library_name="work", old="shared", new="office")
+        work = await tools.ok("list_entities", library_name="work")
+        home = await tools.ok("read_entities", library_name="personal", entity_names=["shared"])
+        manual_home = await tools.ok("read_manual", library_name="personal")
+    assert work["entities"] == ["office"]
+    assert home["entities"][0]["content"].endswith("home side\n")
+    assert manual_home["exists"] is False and not (root / "personal" / "journey.yaml").exists()
+
+
+CRASH = """
+import os, signal, sys
+from nexus_core import PathPolicy
+from nexus_manual import entities
+from nexus_manual.library import Library
+
+root, folder = sys.argv[1], sys.argv[2]
+lib = Library("work", folder, PathPolicy([root]))
+os.replace = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)  # die between temp write and rename
+entities.replace_content(lib, "alpha", "old text", "new text", None)
+"""
+
+
+async def test_a_crash_between_temp_write_and_rename_leaves_the_original_intact(manual, root) -> None:
+    path = write(root / "work" / "alpha.md", entity("alpha", "# Alpha\n\nold text\n"))
+    before = path.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CRASH), str(root), str(root / "work")],
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert path.read_bytes() == before
+    temps = [p for p in (root / "work").iterdir() if p.name != "alpha.md"]
+    assert len(temps) == 1 and temps[0].name.startswith(".alpha.md.") and temps[0].name.endswith(".tmp")
+    assert "new text" in temps[0].read_text()  # the kill came after the temp file was written
+    async with manual() as tools:
+        listed = await tools.ok("list_entities", library_name="work")
+        read = await tools.ok("read_entities", library_name="work", entity_names=["alpha"])
+    assert listed["entities"] == ["alpha"] and "old text" in read["entities"][0]["content"]
+
+
+async def test_writes_keep_the_file_mode(manual, root) -> None:
+    path = write(root / "work" / "m.md", entity("m", "body\n"))
+    path.chmod(0o600)
+    async with manual() as tools:
+        await tools.ok("add_entity_content", library_name="work", entity_name="m", content="more")
+    assert (path.stat().st_mode & 0o777) == 0o600
+
+
+def config_file(tmp_path, root) -> str:
+    text = f"""
+[server]
+data_dir = "{tmp_path / "data"}"
+
+[plugins.manual]
+roots = ["{root}"]
+
+[plugins.manual.libraries]
+work = "{root / "work"}"
+"""
+    return str(write_config(tmp_path / "nexus.toml", text))
+
+
+async def test_over_real_stdio(tmp_path, root) -> None:
+    write(root / "work" / "日記.md", entity("日記", "# 今日\n\n晴れ。\n\n# 明日\n\n雨。\n"))
+    async with stdio_session("--config", config_file(tmp_path, root), env=server_env()) as session:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        result = await session.call_tool(
+            "read_entities_sections", {"library_name": "work", "entity_names": ["日記"], "section_globs": ["明日"]}
+        )
+        denied = await session.call_tool("add_entities", {"library_name": "work", "entities": [{"name": "x"}]})
+    assert "read_entities_sections" in tools and "add_entities" not in tools  # write is off by default
+    assert result.structured_content["entities"][0]["sections"][0]["content"] == "# 明日\n\n雨。\n"
+    assert denied.is_error and not (root / "work" / "x.md").exists()
+
+
+async def test_over_streamable_http(tmp_path, root, http_server) -> None:
+    write(root / "work" / "a.md", entity("a", "# A\n"))
+    url = http_server("--config", config_file(tmp_path, root), "--set", 'plugins.manual.categories=["read", "write"]')
+    async with Client(url) as client:
+        made = await client.call_tool(
+            "create_relations", {"library_name": "work", "relations": [{"from": "a", "to": "a", "type": "self"}]}
+        )
+        found = await client.call_tool("find_relations", {"library_name": "work", "to_entity": "a"})
+    assert not made.is_error
+    assert found.structured_content["relations"] == [{"from": "a", "to": "a", "type": "self"}]
