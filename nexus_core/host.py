@@ -20,9 +20,10 @@ from typing import Any
 
 import importlib_metadata
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
 from nexus_core.audit import AuditLog
@@ -136,6 +137,15 @@ class NexusServer(MCPServer[Any]):
                 arguments=arguments,
                 error=error,
             )
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:
+            message = _anticipated(exc)
+            if message is None:
+                raise  # a crash: the SDK logs it and answers with a generic error
+            raise MCPError(code=INVALID_PARAMS, message=message) from exc
 
 
 class Host:
@@ -380,6 +390,22 @@ async def _maybe_await(results: list[Any]) -> None:
     for result in results:
         if inspect.isawaitable(result):
             await result
+
+
+def _anticipated(exc: BaseException) -> str | None:
+    """The message of a deliberate prompt failure inside the SDK's wrappers, or None for a crash.
+
+    Deliberate: a ToolError or ResourceError (PermissionDenied included) from the prompt,
+    or the SDK's own "Unknown prompt" / "Missing required arguments" (one wrapper deep).
+    """
+    chain: list[BaseException] = []
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__  # type: ignore[assignment]
+    deliberate = next((e for e in chain if isinstance(e, ToolError | ResourceError)), None)
+    if deliberate is not None:
+        return str(deliberate)
+    return str(chain[-1]) if len(chain) == 2 and isinstance(chain[-1], ValueError) else None
 
 
 def _result_text(result: Any) -> str:

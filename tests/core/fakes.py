@@ -68,12 +68,21 @@ class Calculator:
         register(lambda: "boom", "calc://danger", name="danger", category="danger")
 
     @hookimpl
-    def nexus_register_prompts(self, register) -> None:
+    def nexus_register_prompts(self, register, ctx: PluginContext) -> None:
         def explain(expression: str) -> str:
             """Explain an expression."""
             return f"Explain {expression} step by step."
 
+        def explain_file(path: str) -> str:
+            """Explain a file (through the path policy)."""
+            return f"Explain this:\n{ctx.paths.resolve(path).read_text()}"
+
+        def crash() -> str:
+            raise RuntimeError("internal detail /srv/secret")
+
         register(explain, title="Explain")
+        register(explain_file)
+        register(crash)
 
     @hookimpl
     async def nexus_startup(self, ctx: PluginContext) -> None:

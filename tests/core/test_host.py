@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 
 from nexus_core.errors import NexusError, PluginError
 from tests.core.fakes import BrokenRegistration, Calculator, Echo, FailingStartup, UndeclaredCategory
@@ -213,3 +213,21 @@ async def test_paths_outside_the_roots_are_refused_in_tools(make_host, tmp_path:
     assert absolute.is_error and "outside the allowed roots" in absolute.content[0].text
     assert link.is_error and "symlink" in link.content[0].text
     assert all("TOPSECRET" not in r.content[0].text for r in (dotdot, absolute, link))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_prompt_failures_say_why_unless_they_are_crashes(make_host, tmp_path: Path, mode: str) -> None:
+    host = make_host({"calc": Calculator()}, {"plugins": {"calc": {"roots": [str(tmp_path)]}}})
+    async with Client(host.server, mode=mode) as client:
+        for name, args, expected in (
+            ("explain_file", {"path": "../etc/passwd"}, "outside the allowed roots"),
+            ("no_such_prompt", {}, "Unknown prompt: no_such_prompt"),
+            ("explain", {}, "Missing required arguments"),
+        ):
+            with pytest.raises(MCPError) as err:
+                await client.get_prompt(name, args)
+            assert err.value.error.code == -32602 and expected in err.value.error.message
+        with pytest.raises(MCPError) as err:
+            await client.get_prompt("crash", {})
+        assert "secret" not in err.value.error.message
+        assert "Explain 1+1" in (await client.get_prompt("explain", {"expression": "1+1"})).messages[0].content.text

@@ -1,0 +1,45 @@
+"""The keys of ``[plugins.files]`` besides those the host reads itself."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from nexus_core import PluginConfig
+
+MiB = 1024 * 1024
+
+# Deny wins over allow. Shells and wrappers are here because they run arbitrary
+# other commands, which would make the allowlist meaningless.
+DEFAULT_DENIED_COMMANDS = [
+    "rm", "rmdir", "shred", "sudo", "su", "doas", "pkexec",
+    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp",
+    "dd", "mkfs", "fdisk", "mount", "umount", "shutdown", "reboot", "halt", "poweroff",
+    "kill", "killall", "pkill", "chmod", "chown", "chgrp", "crontab",
+    "eval", "exec", "source", ".", "env", "xargs", "command", "builtin",
+    "sh", "bash", "zsh", "fish", "dash", "ksh", "csh", "tcsh",
+]  # fmt: skip
+
+
+class FilesConfig(PluginConfig):
+    """Limits and command policy of the files plugin."""
+
+    max_file_size: int = Field(10 * MiB, ge=1, description="Files larger than this (bytes) are refused.")
+    max_output_bytes: int = Field(100_000, ge=1_000, description="Cap on the text one tool call returns.")
+    command_timeout: float = Field(30.0, gt=0, le=3600, description="Longest run_command/run_python/git run (s).")
+    search_timeout: float = Field(60.0, gt=0, le=3600, description="Longest ripgrep run for grep/glob (s).")
+    allowed_commands: list[str] = Field(
+        default_factory=list, description="Command names run_command may run; empty refuses every command."
+    )
+    denied_commands: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_DENIED_COMMANDS), description="Never run, even when allowed."
+    )
+    shell: str | None = Field(None, description="Shell for run_command; default: the user's shell (shellingham).")
+    python_executable: str | None = Field(None, description="Interpreter for run_python; default: the server's.")
+    use_ripgrep: Literal["auto", "always", "never"] = Field(
+        "auto", description="grep/glob through ripgrep when it is found (auto), always, or never (pure Python)."
+    )
+    ripgrep_path: str | None = Field(
+        None, description="Path of the rg binary; default: found next to Python or on PATH."
+    )

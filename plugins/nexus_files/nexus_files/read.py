@@ -1,0 +1,398 @@
+"""The read category: read_file, read_many_files, tail, file_info, list_directory, directory_tree."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from nexus_core import PermissionDenied, PluginContext, ToolError
+
+from .config import FilesConfig
+from .fs import SNIFF_BYTES, human_size, looks_binary, read_text
+from .results import ToolOutput, tool
+from .walk import walk
+
+PathArg = Annotated[str, Field(description="A path inside the roots; relative paths start at the first root.")]
+DirArg = Annotated[str, Field(description="A folder inside the roots; relative paths start at the first root.")]
+
+
+class FileContent(ToolOutput):
+    path: str
+    content: str = Field(description="The lines, each prefixed with its 1-based number and a tab.")
+    start_line: int
+    end_line: int = Field(description="Last line shown (0 when none).")
+    total_lines: int
+    truncated: bool = Field(description="True when more lines follow or the byte cap cut the output.")
+    next_offset: int | None = Field(description="The offset to pass to read the next part, when truncated.")
+    note: str | None = None
+
+    def render(self) -> str:
+        return self.content + (f"\n[{self.note}]" if self.note else "")
+
+
+class ManyFile(BaseModel):
+    path: str
+    content: str | None = None
+    lines: int | None = None
+    truncated: bool = False
+    error: str | None = None
+
+
+class ManyFiles(ToolOutput):
+    files: list[ManyFile]
+    truncated: bool = Field(description="True when the byte cap cut some content.")
+
+    def render(self) -> str:
+        parts = []
+        for f in self.files:
+            body = (
+                f"error: {f.error}"
+                if f.error
+                else (f.content or "") + ("\n[cut by the byte cap]" if f.truncated else "")
+            )
+            parts.append(f"==> {f.path} <==\n{body}")
+        return "\n\n".join(parts)
+
+
+class FileInfo(ToolOutput):
+    path: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int
+    modified: str = Field(description="Last modification time, ISO 8601 UTC.")
+    permissions: str = Field(description="Like ls -l, e.g. -rw-r--r--.")
+    mode: str = Field(description="Octal permission bits, e.g. 0644.")
+    is_text: bool | None = Field(description="False for binary files; None for folders and unchecked files.")
+    line_count: int | None = None
+    mime_type: str | None = None
+    symlink_target: str | None = Field(None, description="Where a symlink given as the path points.")
+
+    def render(self) -> str:
+        rows = [
+            ("path", self.path),
+            ("type", self.type),
+            ("size", f"{self.size} bytes ({human_size(self.size)})"),
+            ("modified", self.modified),
+            ("permissions", f"{self.permissions} ({self.mode})"),
+        ]
+        if self.is_text is not None:
+            rows.append(("content", "text" if self.is_text else "binary"))
+        if self.line_count is not None:
+            rows.append(("lines", str(self.line_count)))
+        if self.mime_type:
+            rows.append(("mime type", self.mime_type))
+        if self.symlink_target:
+            rows.append(("symlink to", self.symlink_target))
+        return "\n".join(f"{k}: {v}" for k, v in rows)
+
+
+class DirEntry(BaseModel):
+    path: str
+    name: str
+    type: Literal["file", "directory", "symlink"]
+    size: int | None = Field(description="Bytes, for files.")
+    depth: int
+
+
+class DirectoryListing(ToolOutput):
+    path: str
+    entries: list[DirEntry]
+    truncated: bool
+
+    def render(self) -> str:
+        lines = [f"{self.path}/"]
+        for e in self.entries:
+            indent = "  " * e.depth
+            if e.type == "directory":
+                lines.append(f"{indent}{e.name}/")
+            elif e.type == "symlink":
+                lines.append(f"{indent}{e.name}@")
+            else:
+                lines.append(f"{indent}{e.name}  ({human_size(e.size or 0)})")
+        if self.truncated:
+            lines.append(f"[listing cut at {len(self.entries)} entries; list a subfolder or lower depth]")
+        return "\n".join(lines)
+
+
+class TreeNode(BaseModel):
+    name: str
+    type: Literal["file", "directory", "symlink"]
+    size: int | None = None
+    children: list[TreeNode] | None = None
+
+
+class DirectoryTree(ToolOutput):
+    path: str
+    tree: TreeNode
+    directories: int
+    files: int
+    truncated: bool
+
+    def render(self) -> str:
+        lines = [self.path]
+        _draw(self.tree.children or [], "", lines)
+        lines.append(f"\n{self.directories} directories, {self.files} files")
+        if self.truncated:
+            lines.append("[tree cut at max_entries; show a subfolder or lower depth]")
+        return "\n".join(lines)
+
+
+def _draw(nodes: list[TreeNode], indent: str, lines: list[str]) -> None:
+    for i, node in enumerate(nodes):
+        last = i == len(nodes) - 1
+        suffix = "/" if node.type == "directory" else ("@" if node.type == "symlink" else "")
+        lines.append(f"{indent}{'└── ' if last else '├── '}{node.name}{suffix}")
+        if node.children:
+            _draw(node.children, indent + ("    " if last else "│   "), lines)
+
+
+def number_lines(lines: list[str], first: int, cap: int) -> tuple[str, int, bool]:
+    """Lines numbered from ``first``, stopping before ``cap`` bytes: (text, lines shown, cut)."""
+    out: list[str] = []
+    used = 0
+    for i, line in enumerate(lines):
+        row = f"{first + i:>6}\t{line}\n"
+        size = len(row.encode("utf-8"))
+        if used + size > cap:
+            if not out:  # one huge line: show its head rather than nothing
+                out.append(row.encode("utf-8")[:cap].decode("utf-8", errors="ignore"))
+                return "".join(out), 1, True
+            return "".join(out), len(out), True
+        out.append(row)
+        used += size
+    return "".join(out), len(out), False
+
+
+def register(register, ctx: PluginContext) -> None:
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+
+    def read_file(
+        path: PathArg,
+        offset: Annotated[int, Field(ge=1, description="First line to read, 1-based.")] = 1,
+        limit: Annotated[int, Field(ge=1, le=100_000, description="Most lines to return.")] = 2000,
+    ) -> FileContent:
+        """Read a text file as numbered lines, from line `offset`, at most `limit` lines.
+
+        Output above max_output_bytes is cut with a note saying which offset reads on.
+        """
+        real = policy.resolve(path)
+        shown = policy.display(real)
+        lines = read_text(real, shown, config.max_file_size).splitlines()
+        total = len(lines)
+        if offset > max(total, 1):
+            raise ToolError(f"offset {offset} is past the end of '{shown}', which has {total} lines")
+        window = lines[offset - 1 : offset - 1 + limit]
+        text, shown_count, cut = number_lines(window, offset, config.max_output_bytes)
+        end = offset + shown_count - 1
+        more = end < total
+        note = None
+        if cut:
+            note = f"output cut at {config.max_output_bytes} bytes after line {end}; read on with offset={end + 1}"
+        elif more:
+            note = f"showing lines {offset}-{end} of {total}; read on with offset={end + 1}"
+        return FileContent(
+            path=shown,
+            content=text,
+            start_line=offset,
+            end_line=end,
+            total_lines=total,
+            truncated=more or cut,
+            next_offset=end + 1 if more else None,
+            note=note,
+        )
+
+    def read_many_files(
+        paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files to read.")],
+    ) -> ManyFiles:
+        """Read several text files at once; a file that cannot be read gets an error entry, not a failed call."""
+        budget = config.max_output_bytes
+        out: list[ManyFile] = []
+        any_cut = False
+        for given in paths:
+            try:
+                real = policy.resolve(given)
+                shown = policy.display(real)
+                text = read_text(real, shown, config.max_file_size)
+            except (ToolError, OSError) as exc:
+                out.append(ManyFile(path=given, error=str(exc) if isinstance(exc, ToolError) else exc.strerror))
+                continue
+            data = text.encode("utf-8")
+            cut = len(data) > budget
+            content = data[:budget].decode("utf-8", errors="ignore") if cut else text
+            budget = max(0, budget - len(data))
+            any_cut |= cut
+            out.append(ManyFile(path=shown, content=content, lines=len(text.splitlines()), truncated=cut))
+        return ManyFiles(files=out, truncated=any_cut)
+
+    def tail(
+        path: PathArg,
+        lines: Annotated[int, Field(ge=1, le=10_000, description="How many lines from the end.")] = 20,
+    ) -> FileContent:
+        """The last `lines` lines of a text file, numbered."""
+        real = policy.resolve(path)
+        shown = policy.display(real)
+        all_lines = read_text(real, shown, config.max_file_size).splitlines()
+        total = len(all_lines)
+        window = all_lines[max(0, total - lines) :]
+        # Cut from the front, so the end of the file is always shown.
+        used, keep = 0, 0
+        for line in reversed(window):
+            used += len(line.encode("utf-8")) + 8
+            if used > config.max_output_bytes:
+                break
+            keep += 1
+        cut = keep < len(window)
+        window = window[len(window) - keep :] if keep else window[-1:]
+        first = total - len(window) + 1
+        text, _, _ = number_lines(window, first, config.max_output_bytes)
+        return FileContent(
+            path=shown,
+            content=text,
+            start_line=first,
+            end_line=total,
+            total_lines=total,
+            truncated=cut,
+            next_offset=None,
+            note=f"output cut at {config.max_output_bytes} bytes; earlier lines omitted" if cut else None,
+        )
+
+    def file_info(path: PathArg) -> FileInfo:
+        """Size, type, modification time, permissions, and for text files the line count."""
+        real = policy.resolve(path)
+        shown = policy.display(real)
+        link_target = _link_target(policy, path)
+        try:
+            st = real.stat()
+        except FileNotFoundError:
+            raise ToolError(f"'{shown}' does not exist") from None
+        kind = "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+        is_text = line_count = None
+        if kind == "file":
+            with real.open("rb") as f:
+                is_text = not looks_binary(f.read(SNIFF_BYTES))
+            if is_text and st.st_size <= config.max_file_size:
+                with real.open("rb") as f:
+                    line_count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+                if st.st_size and not _ends_with_newline(real):
+                    line_count += 1
+        return FileInfo(
+            path=shown,
+            type="symlink" if link_target else kind,
+            size=st.st_size,
+            modified=datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds"),
+            permissions=stat.filemode(st.st_mode),
+            mode=f"{stat.S_IMODE(st.st_mode):04o}",
+            is_text=is_text,
+            line_count=line_count,
+            mime_type=mimetypes.guess_type(real.name)[0] if kind == "file" else None,
+            symlink_target=link_target,
+        )
+
+    def list_directory(
+        path: DirArg = ".",
+        depth: Annotated[int, Field(ge=1, le=10, description="1 lists the folder itself; more descends.")] = 1,
+        include_ignored: Annotated[bool, Field(description="Also list what .gitignore excludes.")] = False,
+        max_entries: Annotated[int, Field(ge=1, le=10_000)] = 1000,
+    ) -> DirectoryListing:
+        """List a folder (optionally `depth` levels deep) with sizes; .gitignore-aware."""
+        real = _folder(policy, path)
+        entries: list[DirEntry] = []
+        truncated = False
+        for e in walk(real, policy, max_depth=depth, include_ignored=include_ignored):
+            if len(entries) >= max_entries:
+                truncated = True
+                break
+            entries.append(
+                DirEntry(
+                    path=policy.display(Path(e.path)),
+                    name=e.rel.rsplit("/", 1)[-1],
+                    type=_kind(e.is_dir, e.is_symlink),
+                    size=_size(e.path) if not e.is_dir and not e.is_symlink else None,
+                    depth=e.depth,
+                )
+            )
+        return DirectoryListing(path=policy.display(real) or ".", entries=entries, truncated=truncated)
+
+    def directory_tree(
+        path: DirArg = ".",
+        depth: Annotated[int, Field(ge=1, le=20, description="How many levels to show.")] = 3,
+        include_ignored: Annotated[bool, Field(description="Also show what .gitignore excludes.")] = False,
+        max_entries: Annotated[int, Field(ge=1, le=20_000)] = 2000,
+    ) -> DirectoryTree:
+        """A `tree`-like view of a folder, .gitignore-aware, as text and as nested nodes."""
+        real = _folder(policy, path)
+        top = TreeNode(name=real.name or str(real), type="directory", children=[])
+        stack = [top]  # stack[d] is the open folder at depth d
+        dirs = files = 0
+        truncated = False
+        for e in walk(real, policy, max_depth=depth, include_ignored=include_ignored):
+            if dirs + files >= max_entries:
+                truncated = True
+                break
+            node = TreeNode(name=e.rel.rsplit("/", 1)[-1], type=_kind(e.is_dir, e.is_symlink))
+            del stack[e.depth :]
+            assert stack[-1].children is not None
+            stack[-1].children.append(node)
+            if e.is_dir:
+                dirs += 1
+                node.children = []
+                stack.append(node)
+            else:
+                files += 1
+                node.size = None if e.is_symlink else _size(e.path)
+        return DirectoryTree(
+            path=policy.display(real) or ".", tree=top, directories=dirs, files=files, truncated=truncated
+        )
+
+    for fn, title in (
+        (read_file, "Read a file"),
+        (read_many_files, "Read many files"),
+        (tail, "Last lines of a file"),
+        (file_info, "File information"),
+        (list_directory, "List a folder"),
+        (directory_tree, "Folder tree"),
+    ):
+        register(tool(fn), category="read", title=title, read_only=True, idempotent=True)
+
+
+def _folder(policy, path: str) -> Path:
+    real = policy.resolve(path)
+    if not real.exists():
+        raise ToolError(f"'{path}' does not exist")
+    if not real.is_dir():
+        raise ToolError(f"'{path}' is not a folder; use file_info or read_file")
+    return real
+
+
+def _kind(is_dir: bool, is_link: bool) -> Literal["file", "directory", "symlink"]:
+    return "symlink" if is_link else "directory" if is_dir else "file"
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def _link_target(policy, given: str) -> str | None:
+    """Where ``given`` points when it is itself a symlink (checked lexically inside a root)."""
+    lexical = Path(os.path.normpath(policy.roots[0] / Path(given).expanduser()))
+    if not lexical.is_symlink():
+        return None
+    try:
+        return policy.display(policy.resolve(lexical))
+    except PermissionDenied:
+        return None

@@ -1,0 +1,53 @@
+"""Turning a tool body's pydantic model into a result with structured content and readable text."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from nexus_core import ToolError
+
+
+class ToolOutput(BaseModel):
+    """Base of every output model: ``render()`` is the text a person (or model) reads."""
+
+    def render(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a tool body so its result carries both structured content and ``render()`` text.
+
+    The SDK reads the signature through ``__wrapped__``, so the input and output
+    schemas still come from ``fn``. Sync bodies run in a worker thread so the
+    event loop is never blocked; ``OSError`` becomes a readable tool error.
+    """
+    is_async = inspect.iscoroutinefunction(fn)
+
+    @functools.wraps(fn)
+    async def wrapper(**kwargs: Any) -> Any:
+        try:
+            if is_async:
+                result = await fn(**kwargs)
+            else:
+                result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+        except OSError as exc:
+            raise ToolError(os_error_text(exc)) from None
+        return CallToolResult(
+            content=[TextContent(type="text", text=result.render())],
+            structured_content=result.model_dump(mode="json"),
+        )
+
+    return wrapper
+
+
+def os_error_text(exc: OSError) -> str:
+    what = exc.strerror or type(exc).__name__
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{what}{where}"

@@ -1,0 +1,272 @@
+"""The search category: glob, grep, concat_files."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import pathspec
+from pydantic import BaseModel, Field
+
+from nexus_core import PluginContext, ToolError
+
+from .config import FilesConfig
+from .fs import SNIFF_BYTES, human_size, looks_binary
+from .grep_engine import GlobFilter, Query, python_grep, rg_grep, smart_ignore_case, trim
+from .results import ToolOutput, tool
+from .walk import DenyFilter, rg_list_files, ripgrep, sort_key, walk_files
+
+Globs = Annotated[list[str], Field(description="Globs (gitignore syntax) relative to `path`.")]
+
+
+class GlobResult(ToolOutput):
+    pattern: str
+    path: str
+    files: list[str] = Field(description="Matching files, sorted; paths as other tools take them.")
+    total: int = Field(description="Matches in all pages.")
+    next_cursor: str | None = Field(description="Pass as `cursor` to get the next page; None on the last page.")
+    engine: Literal["ripgrep", "python"]
+
+    def render(self) -> str:
+        lines = list(self.files) or [f"no files match {self.pattern!r} under {self.path}"]
+        if self.next_cursor:
+            lines.append(f"[{len(self.files)} of {self.total} shown; pass cursor={self.next_cursor!r} for more]")
+        return "\n".join(lines)
+
+
+class GrepLine(BaseModel):
+    line: int = Field(description="1-based line number.")
+    text: str
+    match: bool = Field(description="False for a context line.")
+
+
+class GrepFile(BaseModel):
+    path: str
+    matches: int
+    lines: list[GrepLine]
+
+
+class GrepResult(ToolOutput):
+    pattern: str
+    path: str
+    files: list[GrepFile] = Field(description="Files with matches, sorted by path.")
+    total_matches: int
+    truncated: bool = Field(description="True when max_results stopped the search; more matches exist.")
+    engine: Literal["ripgrep", "python"]
+
+    def render(self) -> str:
+        if not self.files:
+            return f"no matches for {self.pattern!r} under {self.path}"
+        out: list[str] = []
+        for f in self.files:
+            out.append(f.path)
+            previous = None
+            for row in f.lines:
+                if previous is not None and row.line > previous + 1:
+                    out.append("  --")
+                out.append(f"  {row.line}{':' if row.match else '-'}{row.text}")
+                previous = row.line
+        note = f"{self.total_matches} matches in {len(self.files)} files"
+        if self.truncated:
+            note += " (stopped at max_results; narrow the search for the rest)"
+        return "\n".join([*out, f"[{note}]"])
+
+
+class Skipped(BaseModel):
+    path: str
+    reason: str
+
+
+class Concatenation(ToolOutput):
+    text: str
+    files: list[str]
+    skipped: list[Skipped]
+    truncated: bool
+
+    def render(self) -> str:
+        notes = [f"[skipped {s.path}: {s.reason}]" for s in self.skipped]
+        if self.truncated:
+            notes.append("[cut at the byte cap; concatenate fewer files]")
+        return "\n".join([self.text, *notes]) if notes else self.text
+
+
+def shown_under(policy, start: Path, rel: str) -> str:
+    """``policy.display(start / rel)`` without building a Path per result (it adds up over 10k files)."""
+    base = policy.display(start)
+    if len(policy.roots) > 1 or base.startswith("/"):
+        return f"{start}/{rel}"
+    return f"{base}/{rel}" if base and base != "." else rel
+
+
+def _cursor(offset: int, key: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset, "k": key}).encode()).decode()
+
+
+def _offset(cursor: str | None, key: str) -> int:
+    if not cursor:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        offset, owner = int(data["o"]), data["k"]
+    except (ValueError, KeyError, TypeError):
+        raise ToolError("invalid cursor; pass the next_cursor of a previous glob call, unchanged") from None
+    if owner != key:
+        raise ToolError("this cursor belongs to a glob with other arguments; repeat the same pattern and path")
+    return offset
+
+
+def register(register, ctx: PluginContext) -> None:
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+
+    def folder(path: str) -> Path:
+        real = policy.resolve(path)
+        if not real.is_dir():
+            raise ToolError(f"'{path}' is not a folder" if real.exists() else f"'{path}' does not exist")
+        return real
+
+    def glob(
+        pattern: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="gitignore-style glob: '*.py' matches at any depth, 'src/**/*.ts' under src, "
+                "'/*.md' only at the top of `path`.",
+            ),
+        ],
+        path: Annotated[str, Field(description="Folder to search under.")] = ".",
+        include_ignored: Annotated[bool, Field(description="Also match files .gitignore excludes.")] = False,
+        limit: Annotated[int, Field(ge=1, le=10_000, description="Files per page.")] = 500,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
+    ) -> GlobResult:
+        """Find files by glob pattern, sorted, .gitignore-aware, a page at a time."""
+        if pattern.startswith("!"):
+            raise ToolError("a glob cannot start with '!'; pass the files you want, not the ones you don't")
+        start = folder(path)
+        key = hashlib.sha1(f"{pattern}\0{start}\0{include_ignored}".encode()).hexdigest()[:12]
+        offset = _offset(cursor, key)
+        spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+        rg = ripgrep(config.use_ripgrep, config.ripgrep_path)
+        if rg:
+            # No --glob pre-filter: rg's include globs override .gitignore, which glob must honour.
+            rels = rg_list_files(
+                rg, start, DenyFilter(policy), include_ignored=include_ignored, timeout=config.search_timeout
+            )
+        else:
+            rels = [e.rel for e in walk_files(start, policy, include_ignored=include_ignored)]
+        matched = sorted((r for r in rels if spec.match_file(r)), key=sort_key)
+        page = matched[offset : offset + limit]
+        end = offset + len(page)
+        return GlobResult(
+            pattern=pattern,
+            path=policy.display(start) or ".",
+            files=[shown_under(policy, start, r) for r in page],
+            total=len(matched),
+            next_cursor=_cursor(end, key) if end < len(matched) else None,
+            engine="ripgrep" if rg else "python",
+        )
+
+    def grep(
+        pattern: Annotated[str, Field(min_length=1, description="A regular expression, or text with literal=true.")],
+        path: Annotated[str, Field(description="Folder or file to search.")] = ".",
+        literal: Annotated[bool, Field(description="Search for the pattern as plain text.")] = False,
+        case: Annotated[
+            Literal["smart", "sensitive", "insensitive"],
+            Field(description="smart: insensitive unless the pattern has an uppercase letter."),
+        ] = "smart",
+        context: Annotated[int, Field(ge=0, le=20, description="Lines of context before and after each match.")] = 0,
+        include: Globs = [],  # noqa: B006 (pydantic copies defaults)
+        exclude: Globs = [],  # noqa: B006
+        max_results: Annotated[int, Field(ge=1, le=5000, description="Stop after this many matching lines.")] = 200,
+        include_ignored: Annotated[bool, Field(description="Also search files .gitignore excludes.")] = False,
+    ) -> GrepResult:
+        """Search file contents; results grouped by file with line numbers.
+
+        Respects .gitignore, skips binary files and files above max_file_size.
+        Uses ripgrep when present, a parallel pure-Python search otherwise (same results).
+        """
+        start = policy.resolve(path)
+        if not start.exists():
+            raise ToolError(f"'{path}' does not exist")
+        ignore_case = case == "insensitive" or (case == "smart" and smart_ignore_case(pattern, literal))
+        q = Query(
+            pattern, literal, ignore_case, context, include, exclude, max_results, include_ignored,
+            config.max_file_size,
+        )  # fmt: skip
+        rg = None if start.is_file() else ripgrep(config.use_ripgrep, config.ripgrep_path)
+        hits = rg_grep(rg, start, policy, q, config.search_timeout) if rg else python_grep(start, policy, q)
+        kept, total, truncated = trim(hits, max_results)
+        base = start.parent if start.is_file() else start
+        files = [
+            GrepFile(
+                path=shown_under(policy, base, f.rel),
+                matches=f.matches,
+                lines=[GrepLine(line=n, text=t, match=m) for n, t, m in f.lines],
+            )
+            for f in kept
+        ]
+        return GrepResult(
+            pattern=pattern,
+            path=policy.display(start) or ".",
+            files=files,
+            total_matches=total,
+            truncated=truncated,
+            engine="ripgrep" if rg else "python",
+        )
+
+    def concat_files(
+        paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files and folders.")],
+        include: Annotated[list[str], Field(description="Globs (gitignore syntax) filtering folder contents.")] = [],  # noqa: B006
+        include_ignored: Annotated[bool, Field(description="Also take files .gitignore excludes.")] = False,
+    ) -> Concatenation:
+        """Concatenate text files (folders expand to their files) under `==> path <==` headers.
+
+        Binary and oversized files are skipped with a reason; the total is capped at max_output_bytes.
+        """
+        keep = GlobFilter(include, [])
+        chosen: list[Path] = []
+        for given in paths:
+            real = policy.resolve(given)
+            if real.is_dir():
+                chosen += [
+                    Path(e.path) for e in walk_files(real, policy, include_ignored=include_ignored) if keep(e.rel)
+                ]
+            elif real.is_file():
+                chosen.append(real)
+            else:
+                raise ToolError(f"'{given}' does not exist")
+        budget = config.max_output_bytes
+        parts: list[str] = []
+        files: list[str] = []
+        skipped: list[Skipped] = []
+        truncated = False
+        for real in dict.fromkeys(chosen):  # keep order, drop duplicates
+            shown = policy.display(real)
+            size = real.stat().st_size
+            if size > config.max_file_size:
+                skipped.append(Skipped(path=shown, reason=f"{human_size(size)} is above max_file_size"))
+                continue
+            data = real.read_bytes()
+            if looks_binary(data[:SNIFF_BYTES]):
+                skipped.append(Skipped(path=shown, reason="binary"))
+                continue
+            block = f"==> {shown} <==\n{data.decode('utf-8', errors='replace')}"
+            if not block.endswith("\n"):
+                block += "\n"
+            encoded = block.encode("utf-8")
+            if len(encoded) > budget:
+                parts.append(encoded[:budget].decode("utf-8", errors="ignore"))
+                files.append(shown)
+                truncated = True
+                break
+            parts.append(block)
+            files.append(shown)
+            budget -= len(encoded)
+        return Concatenation(text="\n".join(parts), files=files, skipped=skipped, truncated=truncated)
+
+    register(tool(glob), category="search", title="Find files by glob", read_only=True, idempotent=True)
+    register(tool(grep), category="search", title="Search file contents", read_only=True, idempotent=True)
+    register(tool(concat_files), category="search", title="Concatenate files", read_only=True, idempotent=True)

@@ -1,0 +1,218 @@
+"""Walking a tree the way git sees it: .gitignore-aware, deny_paths-filtered, symlinks not followed.
+
+Also finds the ripgrep binary and lists files through it, with flags chosen so
+both engines see the same files: hidden files included, ``.git`` skipped,
+.gitignore and .git/info/exclude honoured (even outside a git repo), the
+user's global excludes and ``.ignore``/``.rgignore`` files not.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from nexus_core import PathPolicy, ToolError
+
+# Same file set as the Python walker: see the module docstring.
+RG_WALK_FLAGS = (
+    "--no-config",
+    "--hidden",
+    "--no-require-git",
+    "--no-ignore-global",
+    "--no-ignore-dot",
+    "--no-messages",
+    "--glob=!.git",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    path: str  # absolute, real (symlinks are not followed, so a walked path is its own real path)
+    rel: str  # relative to the walk's start, with "/"
+    is_dir: bool
+    is_symlink: bool
+    depth: int  # 1 for the start's children
+
+
+def sort_key(rel: str) -> list[str]:
+    """Order paths as a sorted depth-first walk does, whatever produced them."""
+    return rel.split("/")
+
+
+class DenyFilter:
+    """``PathPolicy.allows`` without a stat per path, for paths whose kind is already known."""
+
+    def __init__(self, policy: PathPolicy) -> None:
+        self.policy = policy
+        self.spec = pathspec.GitIgnoreSpec.from_lines(policy.deny_patterns) if policy.deny_patterns else None
+        self.roots = [(str(r), str(r) + os.sep) for r in policy.roots]
+
+    def allows(self, path: str, is_dir: bool = False) -> bool:
+        for root, prefix in self.roots:
+            if path == root:
+                return True
+            if path.startswith(prefix):
+                if self.spec is None:
+                    return True
+                rel = path[len(prefix) :].replace(os.sep, "/")
+                return not self.spec.match_file(rel + "/" if is_dir else rel)
+        return False
+
+
+class IgnoreRules:
+    """The .gitignore layers in effect in one folder; deeper layers win, like git."""
+
+    def __init__(self, layers: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()) -> None:
+        self.layers = layers
+
+    @classmethod
+    def for_dir(cls, start: Path, root: Path) -> IgnoreRules:
+        """Rules for ``start``: every .gitignore from its root down to it, plus .git/info/exclude."""
+        rules = cls()
+        chain = [start, *start.parents]
+        for folder in reversed(chain[: chain.index(root) + 1] if root in chain else [start]):
+            rules = rules.child(str(folder))
+        return rules
+
+    def child(self, folder: str) -> IgnoreRules:
+        layers = self.layers
+        for name in (os.path.join(".git", "info", "exclude"), ".gitignore"):
+            spec = _load(os.path.join(folder, name))
+            if spec is not None:
+                layers = (*layers, (folder + os.sep, spec))
+        return self if layers is self.layers else IgnoreRules(layers)
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        for base, spec in reversed(self.layers):
+            rel = path[len(base) :].replace(os.sep, "/")
+            result = spec.check_file(rel + "/" if is_dir else rel)
+            if result.include is not None:
+                return result.include
+        return False
+
+
+def _load(path: str) -> pathspec.GitIgnoreSpec | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def walk(
+    start: Path,
+    policy: PathPolicy,
+    *,
+    max_depth: int | None = None,
+    include_ignored: bool = False,
+) -> Iterator[Entry]:
+    """Everything under ``start`` that is visible, depth first, sorted by name.
+
+    Skips ``.git``, gitignored paths (unless ``include_ignored``), deny-listed
+    paths, and symlinks whose target is not allowed. Symlinked folders are
+    listed but not entered.
+    """
+    root = policy.root_of(start) or start
+    rules = None if include_ignored else IgnoreRules.for_dir(start, root)
+    yield from _walk(str(start), "", 1, rules, DenyFilter(policy), policy, max_depth)
+
+
+def _walk(
+    folder: str,
+    prefix: str,
+    depth: int,
+    rules: IgnoreRules | None,
+    deny: DenyFilter,
+    policy: PathPolicy,
+    max_depth: int | None,
+) -> Iterator[Entry]:
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for e in entries:
+        if e.name == ".git":
+            continue
+        try:
+            is_link = e.is_symlink()
+            is_dir = e.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if not deny.allows(e.path, is_dir):
+            continue
+        if is_link and not policy.allows(Path(os.path.realpath(e.path))):
+            continue  # a link out of the roots or onto a denied path stays invisible
+        if rules is not None and rules.ignored(e.path, is_dir):
+            continue
+        rel = prefix + e.name
+        yield Entry(e.path, rel, is_dir, is_link, depth)
+        if is_dir and (max_depth is None or depth < max_depth):
+            child_rules = rules.child(e.path) if rules is not None else None
+            yield from _walk(e.path, rel + "/", depth + 1, child_rules, deny, policy, max_depth)
+
+
+def walk_files(start: Path, policy: PathPolicy, *, include_ignored: bool = False) -> Iterator[Entry]:
+    """Regular files under ``start`` (symlinks skipped, as ripgrep does)."""
+    for entry in walk(start, policy, include_ignored=include_ignored):
+        if not entry.is_dir and not entry.is_symlink:
+            yield entry
+
+
+@functools.cache
+def _find_rg(explicit: str | None) -> str | None:
+    if explicit:
+        return shutil.which(explicit) or None
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        candidate = folder / "rg"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which("rg")
+
+
+def ripgrep(mode: str, explicit: str | None) -> str | None:
+    """The rg binary to use, None for the pure-Python engine; ``always`` without rg is an error."""
+    if mode == "never":
+        return None
+    found = _find_rg(explicit)
+    if found is None and mode == "always":
+        raise ToolError(
+            "use_ripgrep is 'always' but no rg binary was found; install ripgrep==14.1.0 or set ripgrep_path"
+        )
+    return found
+
+
+def rg_list_files(
+    rg: str, start: Path, deny: DenyFilter, *, include_ignored: bool, timeout: float, extra: Sequence[str] = ()
+) -> list[str]:
+    """Files under ``start`` as ripgrep sees them (relative, "/"-separated), deny-filtered."""
+    cmd = [rg, "--files", "--null", *RG_WALK_FLAGS, *extra]
+    if include_ignored:
+        cmd.append("--no-ignore-vcs")
+    try:
+        proc = subprocess.run(
+            [*cmd, "."], cwd=start, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"listing files took longer than search_timeout ({timeout} s); narrow the path") from None
+    if proc.returncode not in (0, 1):
+        raise ToolError(f"ripgrep failed: {proc.stderr.decode(errors='replace').strip()}")
+    base = str(start) + os.sep
+    out = []
+    for raw in proc.stdout.split(b"\0"):
+        if not raw:
+            continue
+        rel = os.fsdecode(raw).removeprefix("./")
+        if deny.allows(base + rel):
+            out.append(rel)
+    return out

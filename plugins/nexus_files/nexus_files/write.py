@@ -1,0 +1,278 @@
+"""The write category: write_file, edit_file, append_file, mkdir, rename, copy_file, delete_file.
+
+Every change lands through a temp file in the target folder and ``os.replace``,
+so a reader never sees a half-written file, and every check runs before the
+first byte is written, so a refused call changes nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from nexus_core import PathPolicy, PermissionDenied, PluginContext, ToolError
+
+from .config import FilesConfig
+from .fs import atomic_write, check_size, read_text
+from .results import ToolOutput, tool
+from .walk import walk
+
+PathArg = Annotated[str, Field(description="A path inside the roots; relative paths start at the first root.")]
+
+
+class Edit(BaseModel):
+    old_text: str = Field(min_length=1, description="Text to replace; must occur exactly once in the file.")
+    new_text: str = Field(description="Replacement text.")
+
+
+class WriteResult(ToolOutput):
+    path: str
+    bytes_written: int
+    created: bool
+
+    def render(self) -> str:
+        return f"{'created' if self.created else 'wrote'} {self.path} ({self.bytes_written} bytes)"
+
+
+class EditResult(ToolOutput):
+    path: str
+    edits: int
+    dry_run: bool
+    diff: str = Field(description="Unified diff of the change.")
+
+    def render(self) -> str:
+        head = f"{'would apply' if self.dry_run else 'applied'} {self.edits} edit(s) to {self.path}"
+        return f"{head}\n{self.diff}" if self.diff else f"{head} (no change)"
+
+
+class AppendResult(ToolOutput):
+    path: str
+    bytes_appended: int
+    size: int
+
+    def render(self) -> str:
+        return f"appended {self.bytes_appended} bytes to {self.path} (now {self.size} bytes)"
+
+
+class PathChange(ToolOutput):
+    action: str
+    path: str
+    destination: str | None = None
+    changed: bool = True
+
+    def render(self) -> str:
+        target = f" -> {self.destination}" if self.destination else ""
+        return f"{self.action} {self.path}{target}" + ("" if self.changed else " (already there)")
+
+
+def entry_path(policy: PathPolicy, given: str) -> Path:
+    """The path of the directory entry itself (a symlink is not followed), checked for writing.
+
+    The parent folder is resolved, so ``..`` and symlinked folders cannot lead
+    out of the roots; the entry is also checked as written and, if a link,
+    through its target.
+    """
+    raw = Path(given).expanduser()
+    lexical = Path(os.path.normpath(raw if raw.is_absolute() else policy.roots[0] / raw))
+    if lexical.name in ("", ".", ".."):
+        raise ToolError(f"'{given}' does not name a file")
+    parent = policy.resolve(lexical.parent, write=True)
+    entry = parent / lexical.name
+    if policy.root_of(entry) is None or entry in policy.roots:
+        raise PermissionDenied(f"permission denied: '{given}' is a root or outside the allowed roots")
+    if reason := policy.denied(entry):
+        raise PermissionDenied(f"permission denied: '{given}' {reason}")
+    if entry.name == ".git":
+        raise PermissionDenied(f"permission denied: '{given}' is a .git directory; writes there are refused")
+    if entry.is_symlink() or entry.exists():
+        policy.resolve(entry, write=True)
+    return entry
+
+
+def _refuse_hidden_inside(policy: PathPolicy, folder: Path, given: str) -> None:
+    """A folder moved as a whole must not carry deny-listed files to a visible place."""
+    visible = sum(1 for _ in walk(folder, policy, include_ignored=True))
+    total = sum(len(dirs) + len(files) for _, dirs, files in os.walk(folder))
+    if visible != total:
+        raise PermissionDenied(
+            f"permission denied: '{given}' contains files hidden by deny_paths, .git data or links out of the roots; "
+            "move its visible files one by one instead"
+        )
+
+
+def register(register, ctx: PluginContext) -> None:
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+
+    def check_content(text: str) -> bytes:
+        data = text.encode("utf-8")
+        if len(data) > config.max_file_size:
+            raise ToolError(f"the content is {len(data)} bytes, above max_file_size of {config.max_file_size} bytes")
+        return data
+
+    def write_file(
+        path: PathArg,
+        content: Annotated[str, Field(description="The whole new content (UTF-8).")],
+        overwrite: Annotated[bool, Field(description="Replace the file when it exists.")] = True,
+        create_dirs: Annotated[bool, Field(description="Create missing parent folders.")] = True,
+    ) -> WriteResult:
+        """Create or overwrite a file atomically (temp file + rename, file mode kept)."""
+        real = policy.resolve(path, write=True)
+        shown = policy.display(real)
+        data = check_content(content)
+        existed = real.exists()
+        if existed and real.is_dir():
+            raise ToolError(f"'{shown}' is a folder")
+        if existed and not overwrite:
+            raise ToolError(f"'{shown}' exists; pass overwrite=true to replace it")
+        if not real.parent.is_dir():
+            if not create_dirs:
+                raise ToolError(f"the folder of '{shown}' does not exist; pass create_dirs=true")
+            real.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(real, data)
+        return WriteResult(path=shown, bytes_written=len(data), created=not existed)
+
+    def edit_file(
+        path: PathArg,
+        edits: Annotated[list[Edit], Field(min_length=1, description="Applied in order, each to the previous result.")],
+        dry_run: Annotated[bool, Field(description="Only return the diff; change nothing.")] = False,
+    ) -> EditResult:
+        """Replace exact text in a file; every old_text must match exactly once, or nothing changes.
+
+        Returns a unified diff; with dry_run the file is left as it is.
+        """
+        real = policy.resolve(path, write=True)
+        shown = policy.display(real)
+        before = read_text(real, shown, config.max_file_size)
+        after = before
+        for i, edit in enumerate(edits, 1):
+            count = after.count(edit.old_text)
+            if count != 1:
+                where = "does not occur" if count == 0 else f"occurs {count} times"
+                hint = "copy it exactly from read_file" if count == 0 else "add surrounding lines to make it unique"
+                raise ToolError(
+                    f"edit {i} of {len(edits)}: old_text {where} in '{shown}' (it must match exactly once); "
+                    f"{hint}. No edit was applied."
+                )
+            after = after.replace(edit.old_text, edit.new_text, 1)
+        diff = "".join(
+            difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
+            )
+        )
+        if not dry_run and after != before:
+            atomic_write(real, after.encode("utf-8"))
+        return EditResult(path=shown, edits=len(edits), dry_run=dry_run, diff=diff)
+
+    def append_file(
+        path: PathArg,
+        content: Annotated[str, Field(description="Text to add at the end (UTF-8).")],
+    ) -> AppendResult:
+        """Append text to a file (created when missing), atomically."""
+        real = policy.resolve(path, write=True)
+        shown = policy.display(real)
+        data = content.encode("utf-8")
+        old = b""
+        if real.exists():
+            if not real.is_file():
+                raise ToolError(f"'{shown}' is not a regular file")
+            check_size(real, shown, config.max_file_size - len(data))
+            old = real.read_bytes()
+        elif not real.parent.is_dir():
+            raise ToolError(f"the folder of '{shown}' does not exist; create it with mkdir")
+        atomic_write(real, old + data)
+        return AppendResult(path=shown, bytes_appended=len(data), size=len(old) + len(data))
+
+    def mkdir(path: PathArg) -> PathChange:
+        """Create a folder and any missing parents; an existing folder is fine."""
+        real = policy.resolve(path, write=True)
+        shown = policy.display(real)
+        if real.exists() and not real.is_dir():
+            raise ToolError(f"'{shown}' exists and is not a folder")
+        existed = real.exists()
+        real.mkdir(parents=True, exist_ok=True)
+        return PathChange(action="created folder", path=shown, changed=not existed)
+
+    def rename(
+        source: PathArg,
+        destination: PathArg,
+        overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
+    ) -> PathChange:
+        """Rename or move a file or folder inside the roots."""
+        src = entry_path(policy, source)
+        dst = entry_path(policy, destination)
+        if not src.is_symlink() and not src.exists():
+            raise ToolError(f"'{source}' does not exist")
+        if src.is_dir() and not src.is_symlink():
+            _refuse_hidden_inside(policy, src, source)
+            if dst == src or dst.is_relative_to(src):
+                raise ToolError(f"cannot move '{source}' into itself")
+        if dst.exists() or dst.is_symlink():
+            if dst.is_dir() and not dst.is_symlink():
+                raise ToolError(f"'{destination}' is an existing folder; name the new path inside it")
+            if not overwrite:
+                raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
+        if not dst.parent.is_dir():
+            raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
+        try:
+            os.replace(src, dst)  # atomic on one filesystem
+        except OSError as exc:
+            if exc.errno != 18:  # EXDEV: roots on different filesystems
+                raise
+            shutil.move(src, dst)
+        return PathChange(action="renamed", path=policy.display(src), destination=policy.display(dst))
+
+    def copy_file(
+        source: PathArg,
+        destination: PathArg,
+        overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
+    ) -> PathChange:
+        """Copy a file (content and mode) inside the roots; the copy appears atomically."""
+        src = policy.resolve(source)
+        shown = policy.display(src)
+        if not src.is_file():
+            raise ToolError(f"'{source}' is not a file" if src.exists() else f"'{source}' does not exist")
+        check_size(src, shown, config.max_file_size)
+        dst = policy.resolve(destination, write=True)
+        if dst.is_dir():
+            raise ToolError(f"'{destination}' is a folder; name the new file inside it")
+        if dst.exists() and not overwrite:
+            raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
+        if not dst.parent.is_dir():
+            raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
+        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            shutil.copyfile(src, tmp)
+            os.chmod(tmp, stat.S_IMODE(src.stat().st_mode))
+            os.replace(tmp, dst)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return PathChange(action="copied", path=shown, destination=policy.display(dst))
+
+    def delete_file(path: PathArg) -> PathChange:
+        """Delete one file or symlink (the link itself, never its target). Folders are refused."""
+        entry = entry_path(policy, path)
+        if not entry.is_symlink():
+            if not entry.exists():
+                raise ToolError(f"'{path}' does not exist")
+            if entry.is_dir():
+                raise ToolError(f"'{path}' is a folder; delete_file removes files only")
+        entry.unlink()
+        return PathChange(action="deleted", path=policy.display(entry))
+
+    register(tool(write_file), category="write", title="Write a file", destructive=True, idempotent=True)
+    register(tool(edit_file), category="write", title="Edit a file", destructive=True)
+    register(tool(append_file), category="write", title="Append to a file", destructive=False)
+    register(tool(mkdir), category="write", title="Create a folder", destructive=False, idempotent=True)
+    register(tool(rename), category="write", title="Rename or move", destructive=True)
+    register(tool(copy_file), category="write", title="Copy a file", destructive=True)
+    register(tool(delete_file), category="write", title="Delete a file", destructive=True)

@@ -1,0 +1,46 @@
+"""Helpers shared by the files plugin tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Ada Lovelace",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada Lovelace",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+ALL = ["read", "search", "write", "execute", "vcs"]
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=os.environ | GIT_ENV | (env or {}),
+    ).stdout
+
+
+async def call(client: Client, tool: str, **args: Any) -> Any:
+    """The structured result of a call that must succeed."""
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content is not None
+    assert result.content and result.content[0].text  # readable text as well
+    return result.structured_content
+
+
+async def fail(client: Client, tool: str, **args: Any) -> str:
+    """The error text of a call that must fail."""
+    result = await client.call_tool(tool, args)
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.content[0].text[:300]}"
+    return result.content[0].text

@@ -1,0 +1,90 @@
+"""The execute category: allowlist, denylist, parsing refusals, timeouts, scrubbed environment."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.files.helpers import call, fail
+
+pytestmark = pytest.mark.anyio
+
+EXEC = ["read", "execute"]
+
+
+async def test_execute_category_is_off_by_default(files_client):
+    async with files_client() as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert not names & {"run_command", "run_python"}
+        assert "'execute' category" in await fail(client, "run_command", command="echo hi")
+
+
+async def test_empty_allowlist_refuses_with_the_fix(files_client):
+    async with files_client(categories=EXEC) as client:
+        message = await fail(client, "run_command", command="echo hi")
+        assert "allowed_commands" in message and "'echo'" in message
+
+
+async def test_allowed_commands_run_in_the_users_shell(files_client, repo):
+    async with files_client(categories=EXEC, allowed_commands=["echo", "ls", "wc", "pwd", "cat"]) as client:
+        result = await call(client, "run_command", command="ls src | wc -l && echo done")
+        assert result["stdout"].split() == ["2", "done"] and result["exit_code"] == 0
+        assert os.path.basename(result["shell"]) in ("bash", "sh", "zsh", "dash")
+        inside = await call(client, "run_command", command="pwd", cwd="src/pkg")
+        assert inside["stdout"].strip() == str(repo / "src" / "pkg") and inside["cwd"] == "src/pkg"
+        failing = await call(client, "run_command", command="cat missing-file")
+        assert failing["exit_code"] != 0 and "missing-file" in failing["stderr"]
+
+
+async def test_refusals_name_the_reason(files_client, outside):
+    allowed = ["echo", "ls", "cat", "nice", "rm"]
+    async with files_client(categories=EXEC, allowed_commands=allowed) as client:
+        assert "'grep' is not in allowed_commands" in await fail(client, "run_command", command="ls | grep x")
+        assert "'rm' is in denied_commands" in await fail(client, "run_command", command="echo x; rm -rf src")
+        assert "'rm' is in denied_commands" in await fail(client, "run_command", command="nice -n 5 /bin/rm x")
+        assert "'python3' is not in allowed" in await fail(client, "run_command", command="ls\npython3 -c 1")
+        assert "command substitution" in await fail(client, "run_command", command="echo $(whoami)")
+        assert "command substitution" in await fail(client, "run_command", command="echo `id`")
+        assert "not literal" in await fail(client, "run_command", command="$CMD x")
+        assert "outside the allowed roots" in await fail(client, "run_command", command=f"echo x > {outside}/pwned.txt")
+        assert "deny_paths" in await fail(client, "run_command", command="cat < .env")
+        assert "outside the allowed roots" in await fail(client, "run_command", command="ls", cwd=str(outside))
+        assert "symlink" in await fail(client, "run_command", command="ls", cwd="escape_dir")
+    assert not (outside / "pwned.txt").exists()
+
+
+async def test_timeout_kills_the_process_group(files_client, repo):
+    async with files_client(categories=EXEC, allowed_commands=["sleep", "echo"], command_timeout=5) as client:
+        message = await fail(client, "run_command", command="echo started; sleep 30 & sleep 30", timeout=0.5)
+        assert "timed out after 0.5 s" in message and "started" in message
+
+
+async def test_environment_is_scrubbed_of_secrets(files_client, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", "s3cret-token")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-key")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    async with files_client(categories=EXEC, allowed_commands=["printenv"]) as client:
+        result = await call(client, "run_command", command="printenv")
+        assert "visible" in result["stdout"]
+        assert "s3cret-token" not in result["stdout"] and "aws-key" not in result["stdout"]
+
+
+async def test_output_is_capped(files_client):
+    async with files_client(categories=EXEC, allowed_commands=["seq"], max_output_bytes=1000) as client:
+        result = await call(client, "run_command", command="seq 1 100000")
+        assert result["truncated"] and len(result["stdout"]) == 1000 and result["exit_code"] == 0
+
+
+async def test_run_python(files_client, repo, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    async with files_client(categories=EXEC) as client:
+        code = "import os, sys\nprint(os.getcwd())\nprint(os.environ.get('GITHUB_TOKEN'))\nsys.exit(3)\n"
+        result = await call(client, "run_python", code=code, cwd="src")
+        assert result["stdout"].split() == [str(repo / "src"), "None"] and result["exit_code"] == 3
+        message = await fail(
+            client, "run_python", code="import time\nprint('begin', flush=True)\ntime.sleep(30)", timeout=1
+        )
+        assert "timed out" in message and "begin" in message
+        error = await call(client, "run_python", code="raise ValueError('boom')")
+        assert error["exit_code"] == 1 and "ValueError: boom" in error["stderr"]

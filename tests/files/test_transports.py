@@ -1,0 +1,82 @@
+"""The plugin as installed (entry point), over real stdio and Streamable HTTP, plus resources and prompts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import stdio_session, write_config
+from tests.files.helpers import call, fail
+
+pytestmark = pytest.mark.anyio
+
+
+def config_file(tmp_path: Path, repo: Path) -> Path:
+    # A prefix keeps these names apart from any other installed plugin's tools.
+    return write_config(
+        tmp_path / "nexus.toml",
+        f"""
+[server]
+data_dir = "{tmp_path / "data"}"
+
+[plugins.files]
+prefix = "fs"
+roots = ["{repo}"]
+deny_paths = ["**/.env"]
+""",
+    )
+
+
+async def test_over_stdio(tmp_path, repo):
+    async with stdio_session("--config", str(config_file(tmp_path, repo))) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert {"fs_read_file", "fs_grep", "fs_git_log"} <= names and "fs_write_file" not in names
+        result = await session.call_tool("fs_grep", {"pattern": "helper", "literal": True})
+        assert not result.is_error
+        assert [f["path"] for f in result.structured_content["files"]] == ["docs/guide.md", "src/pkg/util.py"]
+        denied = await session.call_tool("fs_read_file", {"path": ".env"})
+        assert denied.is_error and "deny_paths" in denied.content[0].text
+
+
+async def test_over_streamable_http(tmp_path, repo, http_server):
+    url = http_server("--config", str(config_file(tmp_path, repo)))
+    async with Client(url) as client:
+        log = await call(client, "fs_git_log", max=5)
+        assert [c["subject"] for c in log["commits"]] == ["Print the cwd", "Initial commit"]
+        assert "symlink" in await fail(client, "fs_read_file", path="escape")
+
+
+async def test_file_resource_template(files_client, repo):
+    async with files_client() as client:
+        templates = (await client.list_resource_templates()).resource_templates
+        assert any(t.uri_template == "file:///{+path}" for t in templates)
+        text = await client.read_resource("file:///src/pkg/util.py")
+        assert text.contents[0].text.startswith("def helper(x):")
+        binary = await client.read_resource("file:///image.bin")
+        assert binary.contents[0].blob  # base64 bytes
+        for uri, reason in [
+            ("file:///.env", "deny_paths"),
+            ("file:///escape", "symlink"),
+            ("file:///big.dat", "max_file_size"),
+            ("file:///missing.txt", "no file"),
+        ]:
+            with pytest.raises(MCPError, match=reason):
+                await client.read_resource(uri)
+
+
+async def test_prompts(files_client, repo):
+    (repo / "src" / "app.py").write_text("print('changed')\n")
+    async with files_client() as client:
+        names = {p.name for p in (await client.list_prompts()).prompts}
+        assert {"review_diff", "explain_file"} <= names
+        review = await client.get_prompt("review_diff", {})
+        text = review.messages[0].content.text
+        assert "+print('changed')" in text and "Review" in text
+        explain = await client.get_prompt("explain_file", {"path": "src/pkg/util.py"})
+        assert "def helper(x):" in explain.messages[0].content.text
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("explain_file", {"path": ".env"})
+        assert "API_KEY" not in str(refused.value)
