@@ -1,0 +1,325 @@
+"""The in-memory index of the JSONL folder, and the only code that appends to it.
+
+The index is built on first use and brought up to date before every call by
+comparing each file's inode, size and mtime with what was read: a grown file
+is read from where reading stopped (another process appended), a file that
+shrank, vanished or changed in place triggers a full rebuild. Writers hold
+the folder's exclusive lock from that refresh through their append, so the
+checks they make (id taken? both ends exist? duplicate?) see every other
+process's writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nexus_graph import storage
+from nexus_graph.duplicates import DuplicateIndex
+from nexus_graph.records import (
+    MAX_CONTEXT,
+    MAX_DESC,
+    MAX_NAME,
+    Entity,
+    GraphError,
+    Relation,
+    check_id,
+    check_predicate,
+    clean_tags,
+    now_iso,
+)
+from nexus_graph.search import SearchIndex
+
+DEFAULT_CATEGORIES = ("concepts", "tech_stack", "people", "projects")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line that could not be used: where it is and why."""
+
+    file: str
+    line: int
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.error}"
+
+
+@dataclass
+class GraphIndex:
+    entities: dict[str, Entity] = field(default_factory=dict)
+    relations: list[Relation] = field(default_factory=list)
+    relation_keys: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    outgoing: dict[str, list[int]] = field(default_factory=dict)
+    incoming: dict[str, list[int]] = field(default_factory=dict)
+    last_relation: dict[str, float] = field(default_factory=dict)  # id -> newest relation touching it
+    search: SearchIndex = field(default_factory=SearchIndex)
+    names: DuplicateIndex = field(default_factory=DuplicateIndex)
+    version: int = 0
+
+    def add_entity(self, entity: Entity) -> None:
+        self.entities[entity.id] = entity
+        self.search.add(entity)
+        self.names.add(entity.id, entity.name)
+        self.version += 1
+
+    def add_relation(self, relation: Relation) -> None:
+        position = len(self.relations)
+        self.relations.append(relation)
+        self.relation_keys[relation.key] = position
+        self.outgoing.setdefault(relation.src, []).append(position)
+        self.incoming.setdefault(relation.dst, []).append(position)
+        for end in (relation.src, relation.dst):
+            if relation.created_ts > self.last_relation.get(end, 0.0):
+                self.last_relation[end] = relation.created_ts
+        self.version += 1
+
+    def relations_of(self, entity_id: str) -> tuple[list[Relation], list[Relation]]:
+        """(outgoing, incoming) relations of an entity."""
+        out = [self.relations[i] for i in self.outgoing.get(entity_id, ())]
+        into = [self.relations[i] for i in self.incoming.get(entity_id, ())]
+        return out, into
+
+    def require(self, entity_id: str, what: str = "entity") -> Entity:
+        """The entity, or an error naming close ids so the caller can retry."""
+        check_id(entity_id, what)
+        entity = self.entities.get(entity_id)
+        if entity is None:
+            close = [h.id for h in self.search.search(entity_id.replace("-", " "), 3)]
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise GraphError(f"{what} '{entity_id}' does not exist{hint} (search_knowledge finds entities)")
+        return entity
+
+
+class GraphStore:
+    """One graph folder: a thread-safe index over it, and validated appends."""
+
+    def __init__(self, root: Path, categories: tuple[str, ...], log: logging.Logger | None = None) -> None:
+        self.root = root
+        self.categories = categories
+        self.log = log or logging.getLogger("nexus.graph")
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.index = GraphIndex()
+        self._files: dict[Path, storage.FileState] = {}
+        self._problems: list[Problem] = []
+        self._tails: dict[Path, Problem] = {}
+        self._ignored_folders: set[str] = set()
+
+    # -- reading --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[GraphIndex]:
+        """The index, up to date with the folder, held steady while the caller uses it."""
+        with self._lock:
+            with storage.locked(self.root, exclusive=False):
+                self._sync()
+            yield self.index
+
+    def problems(self) -> list[Problem]:
+        """Every unusable line seen, plus any truncated last lines present now."""
+        with self._lock:
+            ignored = [
+                Problem(f"{name}/{storage.ENTITY_FILE}", 0, "folder is not a configured category; not loaded")
+                for name in sorted(self._ignored_folders)
+            ]
+            return [*self._problems, *self._tails.values(), *ignored]
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def _sync(self) -> None:
+        for _attempt in range(3):
+            if self._sync_once():
+                return
+            self.log.warning("graph files under %s changed in place; rebuilding the index", self.root)
+            self._reset()
+        raise GraphError("the graph folder keeps changing in place; try again")
+
+    def _sync_once(self) -> bool:
+        """Read what was appended since the last call; False when a file was rewritten (rebuild)."""
+        folders = storage.entity_files(self.root)
+        self._ignored_folders = {name for name in folders if name not in self.categories}
+        targets = [(name, path) for name, path in folders.items() if name in self.categories]
+        targets += [(None, path) for path in storage.relation_files(self.root)]
+        if set(self._files) - {path for _, path in targets}:
+            return False  # a file vanished
+        for category, path in targets:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                return False
+            state = self._files.get(path)
+            if state is None:
+                state = self._files[path] = storage.FileState(st.st_ino, -1, st.st_mtime_ns)
+            elif st.st_ino != state.ino or st.st_size < state.size:
+                return False
+            elif st.st_size == state.size:
+                if st.st_mtime_ns != state.mtime_ns:
+                    return False
+                continue
+            state.size, state.mtime_ns = st.st_size, st.st_mtime_ns
+            self._ingest(path, category, state)
+        return True
+
+    def _ingest(self, path: Path, category: str | None, state: storage.FileState) -> None:
+        name = self.relative(path)
+        lines, partial = storage.read_new_lines(path, state)
+        for line in lines:
+            where = f"{name}:{line.number}"
+            try:
+                if line.error:
+                    raise ValueError(line.error)
+                if category is None:
+                    self._ingest_relation(Relation.from_record(line.data, where))
+                else:
+                    self._ingest_entity(Entity.from_record(line.data, category, where))
+            except ValueError as exc:
+                self._problem(Problem(name, line.number, str(exc)))
+        self._tails.pop(path, None)
+        if partial is not None:
+            self._tails[path] = Problem(name, partial.number, partial.error or "truncated")
+
+    def _ingest_entity(self, entity: Entity) -> None:
+        first = self.index.entities.get(entity.id)
+        if first is not None:
+            raise ValueError(f"duplicate id '{entity.id}' (first defined at {first.source}); ignored")
+        self.index.add_entity(entity)
+
+    def _ingest_relation(self, relation: Relation) -> None:
+        if relation.key in self.index.relation_keys:
+            first = self.index.relations[self.index.relation_keys[relation.key]]
+            raise ValueError(f"duplicate relation (first at {first.source}); ignored")
+        self.index.add_relation(relation)
+
+    def _problem(self, problem: Problem) -> None:
+        self._problems.append(problem)
+        self.log.warning("skipped %s", problem)
+
+    # -- writing --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[GraphIndex]:
+        with self._lock, storage.locked(self.root, exclusive=True):
+            self._sync()
+            try:
+                yield self.index
+            finally:
+                self._sync()
+
+    def check_category(self, category: str) -> str:
+        if category not in self.categories:
+            known = ", ".join(self.categories)
+            raise GraphError(
+                f"unknown category {category!r}; known categories: {known} "
+                "(more can be added with extra_categories in the plugin's config)"
+            )
+        return category
+
+    def add_entity(
+        self, category: str, entity_id: str, type: str, name: str, desc: str = "", tags: list[str] | None = None
+    ) -> Entity:
+        self.check_category(category)
+        check_id(entity_id)
+        entity = Entity(
+            id=entity_id,
+            category=category,
+            type=_text(type, "type", 50),
+            name=_text(name, "name", MAX_NAME),
+            desc=_text(desc, "desc", MAX_DESC, required=False),
+            tags=clean_tags(tags or []),
+            created=now_iso(),
+        )
+        with self._writing() as index:
+            existing = index.entities.get(entity_id)
+            if existing is not None:
+                raise GraphError(
+                    f"entity '{entity_id}' already exists (category '{existing.category}', created "
+                    f"{existing.created}); the graph is append-only and never overwrites: pick another id "
+                    "or connect to the existing entity"
+                )
+            storage.append_lines(storage.entity_file(self.root, category), [storage.dumps(entity.to_record())])
+        return self.index.entities[entity_id]
+
+    def connect(self, src: str, rel: str, dst: str, context: str = "") -> tuple[Relation, bool]:
+        """Append a relation; (the relation, True) or, when it already exists, (the existing one, False)."""
+        check_id(src, "src")
+        check_id(dst, "dst")
+        check_predicate(rel)
+        if src == dst:
+            raise GraphError(f"src and dst are both '{src}'; a relation joins two different entities")
+        context = _text(context, "context", MAX_CONTEXT, required=False)
+        with self._writing() as index:
+            index.require(src, "src")
+            index.require(dst, "dst")
+            position = index.relation_keys.get((src, rel, dst))
+            if position is not None:
+                return index.relations[position], False
+            relation = Relation(src, rel, dst, context, now_iso())
+            storage.append_lines(
+                storage.relation_file(self.root, relation.created), [storage.dumps(relation.to_record())]
+            )
+        return self.index.relations[self.index.relation_keys[(src, rel, dst)]], True
+
+    def append_batch(
+        self, entities: list[Entity], relations: list[Relation]
+    ) -> tuple[list[Entity], list[Relation], list[str]]:
+        """Append what is new among ``entities`` and ``relations`` (an import): (added, added, skip reasons)."""
+        skipped: list[str] = []
+        with self._writing() as index:
+            new_entities: list[Entity] = []
+            known = set(index.entities)
+            for entity in entities:
+                self.check_category(entity.category)
+                if entity.id in known:
+                    skipped.append(f"entity '{entity.id}' already exists; kept the existing one (append-only)")
+                    continue
+                known.add(entity.id)
+                new_entities.append(entity)
+            new_relations: list[Relation] = []
+            keys = set(index.relation_keys)
+            for relation in relations:
+                missing = [end for end in (relation.src, relation.dst) if end not in known]
+                if missing:
+                    skipped.append(
+                        f"relation {relation.src} -{relation.rel}-> {relation.dst}: no entity '{missing[0]}'"
+                    )
+                elif relation.key in keys:
+                    skipped.append(f"relation {relation.src} -{relation.rel}-> {relation.dst} already exists")
+                else:
+                    keys.add(relation.key)
+                    new_relations.append(relation)
+            batches: dict[Path, list[bytes]] = {}
+            for entity in new_entities:
+                batches.setdefault(storage.entity_file(self.root, entity.category), []).append(
+                    storage.dumps(entity.to_record())
+                )
+            for relation in new_relations:
+                batches.setdefault(storage.relation_file(self.root, relation.created), []).append(
+                    storage.dumps(relation.to_record())
+                )
+            for path, lines in batches.items():
+                storage.append_lines(path, lines)
+        return new_entities, new_relations, skipped
+
+
+def _text(value: str, what: str, limit: int, *, required: bool = True) -> str:
+    value = value.strip()
+    if required and not value:
+        raise GraphError(f"{what} is empty")
+    if len(value) > limit:
+        raise GraphError(f"{what} is {len(value)} characters long; the limit is {limit}")
+    if "\x00" in value:
+        raise GraphError(f"{what} contains a NUL character")
+    return value
+
+
+def touched_at(index: GraphIndex, entity: Entity) -> float:
+    """When an entity last grew: its creation, or its newest relation."""
+    return max(entity.created_ts, index.last_relation.get(entity.id, 0.0))

@@ -1,0 +1,169 @@
+"""The JSON Lines folder on disk: where each record goes, the lock, appends, and reading what was appended.
+
+Layout under the graph folder::
+
+    <category>/entities.jsonl        one entity per line, one file per category folder
+    relations/<YYYY>/<MM>.jsonl      one relation per line, by the month it was made
+    .lock                            the lock every writing process takes
+
+Nothing is ever rewritten. An append is one ``os.write`` of complete lines
+with ``O_APPEND`` under an exclusive ``flock``; if the write comes up short
+(disk full), the file is truncated back to where it was, so a line is on disk
+whole or not at all. Readers take the shared lock, and tolerate a last line
+without its newline (a writer that crashed mid-way under another tool): it is
+reported and skipped, and the next append starts on a fresh line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nexus_graph.records import GraphError
+
+ENTITY_FILE = "entities.jsonl"
+RELATIONS_DIR = "relations"
+LOCK_FILE = ".lock"
+YEAR_RE = re.compile(r"^\d{4}$")
+MONTH_FILE_RE = re.compile(r"^(0[1-9]|1[0-2])\.jsonl$")
+
+
+def entity_file(root: Path, category: str) -> Path:
+    return root / category / ENTITY_FILE
+
+
+def relation_file(root: Path, created: str) -> Path:
+    """``relations/2026/11.jsonl`` for a timestamp ``2026-11-...``."""
+    return root / RELATIONS_DIR / created[:4] / f"{created[5:7]}.jsonl"
+
+
+def dumps(record: dict[str, Any]) -> bytes:
+    """One record as one line: compact, UTF-8, never containing a raw newline (JSON escapes them)."""
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+@contextlib.contextmanager
+def locked(root: Path, *, exclusive: bool) -> Iterator[None]:
+    """Hold the graph folder's lock: exclusive for writers, shared for readers."""
+    fd: int | None = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exclusive:
+            raise GraphError(f"cannot lock the graph folder {root} for writing: {exc.strerror}") from None
+    if fd is None:
+        yield  # a folder we may not write to: read unlocked (a line mid-append then reads as truncated, briefly)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> None:
+    """Append complete lines with one write. Call it under the exclusive lock.
+
+    A file whose last line lacks its newline (a crashed writer) gets one first,
+    so the damaged line stays a line of its own and the new ones stay intact.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        data = b"".join(lines)
+        if size and _last_byte(path, size) != b"\n":
+            data = b"\n" + data
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(f"short write ({written} of {len(data)} bytes)")
+            if durable:
+                os.fsync(fd)
+        except OSError as exc:
+            os.ftruncate(fd, size)  # nothing half-written stays behind
+            raise GraphError(f"could not append to {path.name}: {exc}; nothing was written") from exc
+    finally:
+        os.close(fd)
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(size - 1)
+        return f.read(1)
+
+
+@dataclass
+class FileState:
+    """How far a file has been read: the byte offset after the last complete line, and its line count."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int = 0
+    lines: int = 0
+
+
+@dataclass
+class Line:
+    number: int
+    data: Any = None
+    error: str | None = None
+
+
+def read_new_lines(path: Path, state: FileState) -> tuple[list[Line], Line | None]:
+    """The complete lines after ``state.offset`` (parsed, or with the parse error), and a partial last line.
+
+    ``state`` advances past the complete lines only, so a partial line is read
+    again, and parsed once its writer finishes it.
+    """
+    with path.open("rb") as f:
+        f.seek(state.offset)
+        chunk = f.read()
+    end = chunk.rfind(b"\n") + 1
+    lines: list[Line] = []
+    number = state.lines
+    for raw in chunk[:end].splitlines():
+        number += 1
+        if not raw.strip():
+            continue
+        try:
+            lines.append(Line(number, json.loads(raw)))
+        except (ValueError, UnicodeDecodeError) as exc:
+            lines.append(Line(number, error=f"not valid JSON ({exc})"))
+    state.offset += end
+    state.lines = number
+    partial = Line(number + 1, error="truncated: the last line has no newline") if chunk[end:].strip() else None
+    return lines, partial
+
+
+def entity_files(root: Path) -> dict[str, Path]:
+    """Every ``<folder>/entities.jsonl`` under the graph folder, by folder name."""
+    found: dict[str, Path] = {}
+    with contextlib.suppress(FileNotFoundError), os.scandir(root) as entries:
+        for entry in entries:
+            if entry.is_dir() and entry.name != RELATIONS_DIR and not entry.name.startswith("."):
+                path = Path(entry.path) / ENTITY_FILE
+                if path.is_file():
+                    found[entry.name] = path
+    return found
+
+
+def relation_files(root: Path) -> list[Path]:
+    """Every ``relations/YYYY/MM.jsonl``, oldest first."""
+    found: list[Path] = []
+    base = root / RELATIONS_DIR
+    with contextlib.suppress(FileNotFoundError), os.scandir(base) as years:
+        for year in years:
+            if year.is_dir() and YEAR_RE.match(year.name):
+                with os.scandir(year.path) as months:
+                    found += [Path(m.path) for m in months if m.is_file() and MONTH_FILE_RE.match(m.name)]
+    return sorted(found)

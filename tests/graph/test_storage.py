@@ -1,0 +1,171 @@
+"""The JSONL folder: concurrent writers, damaged lines, and an index that follows the files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from nexus_graph.graph import DEFAULT_CATEGORIES, GraphStore
+from tests.graph.helpers import add, call, lines, write_lines
+
+pytestmark = pytest.mark.anyio
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from nexus_graph.graph import DEFAULT_CATEGORIES, GraphStore
+
+    root, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    store = GraphStore(root, DEFAULT_CATEGORIES)
+    while not (root / "go").exists():  # start together
+        time.sleep(0.001)
+    for i in range(count):
+        store.add_entity("concepts", f"{name}-{i}", "concept", f"{name} number {i}", "x" * (i % 7) * 300)
+        store.connect(f"{name}-{i}", "part_of", "hub", f"written by {name}")
+    """
+)
+
+
+def test_two_processes_append_concurrently_without_losing_or_mixing_lines(tmp_path: Path) -> None:
+    root, count = tmp_path / "graph", 150
+    GraphStore(root, DEFAULT_CATEGORIES).add_entity("concepts", "hub", "concept", "Hub")
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(root), name, str(count)], stderr=subprocess.PIPE)
+        for name in ("alpha", "beta")
+    ]
+    (root / "go").touch()
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    entity_lines = (root / "concepts" / "entities.jsonl").read_text().split("\n")
+    assert entity_lines[-1] == ""  # ends with a newline
+    records = [json.loads(line) for line in entity_lines[:-1]]  # every line is one whole record
+    assert len(records) == 2 * count + 1
+    assert len({r["id"] for r in records}) == 2 * count + 1
+    relations = [r for path in (root / "relations").glob("*/*.jsonl") for r in lines(path)]
+    assert len(relations) == 2 * count and {r["dst"] for r in relations} == {"hub"}
+    with GraphStore(root, DEFAULT_CATEGORIES).reading() as index:
+        assert len(index.entities) == 2 * count + 1 and len(index.relations) == 2 * count
+
+
+async def test_a_truncated_last_line_is_reported_skipped_and_not_glued_to_the_next(graph_host, graph_dir: Path) -> None:
+    entities = graph_dir / "concepts" / "entities.jsonl"
+    good = {"id": "good", "type": "concept", "name": "Good", "created": "2026-01-01T00:00:00Z"}
+    write_lines(entities, [good, '{"id": "cut", "type": "concept", "na'])
+    async with Client(graph_host().server) as client:
+        report = await call(client, "get_entropy_report")
+        (problem,) = report["corrupt_lines"]["lines"]
+        assert problem["file"] == "concepts/entities.jsonl" and problem["line"] == 2
+        assert "truncated" in problem["error"]
+        assert (await call(client, "get_entity", id="good"))["entity"]["name"] == "Good"
+        await add(client, "after", "After the cut")  # the next append starts on a fresh line
+        assert (await call(client, "get_entity", id="after"))["entity"]["name"] == "After the cut"
+        report = await call(client, "get_entropy_report")
+        (problem,) = report["corrupt_lines"]["lines"]
+        assert problem["line"] == 2 and "not valid JSON" in problem["error"]
+    raw = entities.read_text().splitlines()
+    assert raw[1] == '{"id": "cut", "type": "concept", "na' and json.loads(raw[2])["id"] == "after"
+
+
+async def test_corrupt_and_invalid_lines_are_reported_with_file_and_line(graph_host, graph_dir: Path) -> None:
+    t = "2026-01-01T00:00:00Z"
+    write_lines(
+        graph_dir / "people" / "entities.jsonl",
+        [
+            {"id": "ada", "type": "person", "name": "Ada", "created": t},
+            "{broken\n",
+            {"id": "Bad Id", "type": "person", "name": "X", "created": t},
+            {"id": "ada", "type": "person", "name": "Ada twice", "created": t},
+            {"id": "bob", "type": "person", "name": "Bob", "created": "not a date"},
+            {"id": "cy", "type": "person", "name": "Cy", "created": t},
+        ],
+    )
+    write_lines(graph_dir / "relations" / "2026" / "01.jsonl", [{"src": "ada", "dst": "cy", "created": t}])
+    async with Client(graph_host().server) as client:
+        found = await call(client, "search_knowledge", query="cy")
+        assert [h["id"] for h in found["hits"]] == ["cy"]
+        report = await call(client, "get_entropy_report")
+    problems = {(p["file"], p["line"]): p["error"] for p in report["corrupt_lines"]["lines"]}
+    assert set(problems) == {
+        ("people/entities.jsonl", 2),
+        ("people/entities.jsonl", 3),
+        ("people/entities.jsonl", 4),
+        ("people/entities.jsonl", 5),
+        ("relations/2026/01.jsonl", 1),
+    }
+    assert "duplicate id 'ada'" in problems[("people/entities.jsonl", 4)]
+    assert report["entities"] == 2
+
+
+async def test_the_index_follows_appends_by_other_processes(graph_host, graph_dir: Path) -> None:
+    async with Client(graph_host().server) as client:
+        await add(client, "first", "First")
+        assert (await call(client, "search_knowledge", query="zebra"))["hits"] == []
+        write_lines(
+            graph_dir / "concepts" / "entities.jsonl",
+            [{"id": "zebra", "type": "animal", "name": "Zebra", "created": "2026-01-02T00:00:00Z"}],
+        )
+        write_lines(
+            graph_dir / "relations" / "2025" / "12.jsonl",
+            [{"src": "zebra", "rel": "follows", "dst": "first", "created": "2025-12-01T00:00:00Z"}],
+        )
+        assert (await call(client, "search_knowledge", query="zebra"))["hits"][0]["id"] == "zebra"
+        assert (await call(client, "get_entity", id="first"))["incoming"][0]["src"] == "zebra"
+        # history rewritten under us (not append-only): the index is rebuilt, not patched
+        entities = graph_dir / "concepts" / "entities.jsonl"
+        entities.write_text(entities.read_text().splitlines()[1] + "\n")
+        result = await client.call_tool("get_entity", {"id": "first"})
+        assert result.is_error and "does not exist" in result.content[0].text
+        assert (await call(client, "get_entity", id="zebra"))["entity"]["type"] == "animal"
+
+
+async def test_a_folder_that_is_not_a_category_is_reported_not_loaded(graph_host, graph_dir: Path) -> None:
+    write_lines(
+        graph_dir / "misc" / "entities.jsonl",
+        [{"id": "stray", "type": "x", "name": "Stray", "created": "2026-01-01T00:00:00Z"}],
+    )
+    async with Client(graph_host().server) as client:
+        report = await call(client, "get_entropy_report")
+        assert report["entities"] == 0
+        assert report["corrupt_lines"]["lines"][0]["file"] == "misc/entities.jsonl"
+        assert "not a configured category" in report["corrupt_lines"]["lines"][0]["error"]
+    async with Client(graph_host(extra_categories=["misc"]).server) as client:
+        assert (await call(client, "get_entity", id="stray"))["entity"]["category"] == "misc"
+
+
+def test_a_short_write_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    from nexus_graph import storage
+    from nexus_graph.records import GraphError
+
+    path = tmp_path / "concepts" / "entities.jsonl"
+    storage.append_lines(path, [storage.dumps({"id": "a"})])
+    before = path.read_bytes()
+    with pytest.raises(GraphError, match="nothing was written"):
+        _fill_disk(path)
+    assert path.read_bytes() == before
+
+
+def _fill_disk(path: Path) -> None:
+    """Append with a file size limit the write cannot fit under (RLIMIT_FSIZE), as a full disk would."""
+    import resource
+    import signal
+
+    from nexus_graph import storage
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 10, hard))
+    try:
+        storage.append_lines(path, [storage.dumps({"id": "b", "desc": "x" * 100})])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
