@@ -11,6 +11,7 @@ See ``docs/plugin_hooks.md`` for every hook.
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from nexus_core.atomic import atomic_write
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
 from nexus_core.hookspecs import hookimpl
 from nexus_core.permissions import Category, PathPolicy
@@ -29,5 +30,6 @@ __all__ = [
     "ResourceRegistrar",
     "ToolError",
     "ToolRegistrar",
+    "atomic_write",
     "hookimpl",
 ]

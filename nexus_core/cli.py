@@ -16,6 +16,7 @@ import click
 import importlib_metadata
 
 from nexus_core import clients
+from nexus_core.atomic import atomic_write
 from nexus_core.config import CONFIG_NAME, NexusConfig, load_config, parse_config, user_config_path
 from nexus_core.errors import NexusError
 from nexus_core.host import Host, build_host
@@ -318,7 +319,8 @@ def config_init(path: str | None, user: bool, force: bool) -> None:
     if target.exists() and not force:
         _fail(f"{target} exists; pass --force to overwrite it")
     host = build_host(NexusConfig())
-    clients.write_atomic(target, sample_config(host))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, sample_config(host))
     click.echo(f"wrote {target}")
 
 
@@ -367,7 +369,8 @@ def install(client: str, config_path: str | None, server_name: str, file: str | 
             click.echo(f"{target.path} already has this entry; nothing to do")
             return
         click.echo(clients.diff(target.path, before, after), nl=False)
-        clients.write_atomic(target.path, after)
+        target.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target.path, after)
         click.echo(f"updated {target.path}; restart {target.name} to load Nexus")
     except (NexusError, OSError) as exc:
         _fail(str(exc))

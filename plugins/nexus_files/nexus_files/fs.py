@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import tempfile
 from pathlib import Path
 
 from nexus_core import ToolError
@@ -55,37 +51,3 @@ def read_text(path: Path, shown: str, limit: int) -> str:
     if looks_binary(data[:SNIFF_BYTES]):
         raise ToolError(f"'{shown}' is a binary file ({len(data)} bytes); use file_info to inspect it")
     return data.decode("utf-8", errors="replace")
-
-
-def _umask() -> int:
-    # os.umask() can only be read by setting it, which races with other threads; Linux exposes it here.
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    return 0o022
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and ``os.replace``.
-
-    Readers see the old content or the new, never a half-written file. The mode
-    of an existing file is kept; a new file gets 0o666 minus the umask.
-    """
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

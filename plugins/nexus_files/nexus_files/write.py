@@ -17,10 +17,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from nexus_core import PathPolicy, PermissionDenied, PluginContext, ToolError
+from nexus_core import PathPolicy, PermissionDenied, PluginContext, ToolError, atomic_write
 
 from .config import FilesConfig
-from .fs import atomic_write, check_size, read_text
+from .fs import check_size, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 

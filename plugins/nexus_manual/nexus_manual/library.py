@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nexus_core import PathPolicy, PermissionDenied, ToolError
+from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write
 from nexus_manual import frontmatter
-from nexus_manual.atomic import atomic_write
 from nexus_manual.names import MANUAL_NAME, check_entity_name
 from nexus_manual.sections import Heading, outline
 
