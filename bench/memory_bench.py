@@ -1,0 +1,437 @@
+"""Benchmark of the memory plugin: latency at 1k/10k/100k memories, recall quality, start time, memory.
+
+    /work/venv/bin/python bench/memory_bench.py                # 1k, 10k and 100k
+    /work/venv/bin/python bench/memory_bench.py --sizes 1000 10000
+
+Everything goes through the MCP client (in-process ``mcp.Client(host.server)``)
+with the real MiniLM model and an embedded Chroma. Bulk data is embedded once
+per size in batches with the plugin's own embedder and inserted with
+``collection.add``; the timed calls are ``recall_memories`` and ``store_memory``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+
+import nexus_memory
+from nexus_core.config import parse_config
+from nexus_core.host import build_host
+from nexus_core.plugins import get_plugin_manager
+from nexus_memory.embedders import create
+from nexus_memory.retrieval import BOOST, exact_terms, matched
+from nexus_memory.store import Record
+
+HERE = Path(__file__).parent
+LABELED = HERE / "memory_recall_set.json"
+
+TECH = [
+    "postgres",
+    "redis",
+    "kafka",
+    "nginx",
+    "docker",
+    "kubernetes",
+    "react",
+    "django",
+    "fastapi",
+    "celery",
+    "terraform",
+    "grpc",
+    "graphql",
+    "mongodb",
+    "elasticsearch",
+    "webpack",
+    "pytest",
+    "rust",
+    "go",
+    "node",
+]
+PART = [
+    "auth service",
+    "billing worker",
+    "search indexer",
+    "admin UI",
+    "mobile API",
+    "report job",
+    "gateway",
+    "image pipeline",
+    "email sender",
+    "cache layer",
+    "scheduler",
+    "payment webhook",
+    "CLI",
+    "ETL loader",
+]
+SYMPTOM = [
+    "timed out after {n}s",
+    "returned HTTP {code}",
+    "leaked memory until OOM",
+    "deadlocked under load",
+    "dropped messages",
+    "crashed with {err}",
+    "was {n}x slower after the upgrade",
+    "logged {err} on startup",
+    "produced duplicate rows",
+    "failed only in CI",
+    "ignored the config value",
+    "hung on shutdown",
+]
+CAUSE = [
+    "a missing index on {col}",
+    "a connection pool of {n}",
+    "an unbounded retry loop",
+    "clock skew",
+    "a stale lock file",
+    "the default timeout",
+    "a race in {fn}()",
+    "a wrong environment variable",
+    "an N+1 query in {fn}()",
+    "a DNS cache",
+    "an old TLS version",
+    "a full disk on the runner",
+]
+FIX = [
+    "added the index",
+    "raised the pool to {n}",
+    "capped retries with jitter",
+    "enabled NTP",
+    "removed the lock at start",
+    "set an explicit timeout",
+    "guarded {fn}() with a lock",
+    "fixed the variable",
+    "batched the query",
+    "lowered the DNS TTL",
+    "pinned TLS 1.2+",
+    "cleaned the cache in CI",
+]
+ERRS = ["ECONNRESET", "ETIMEDOUT", "E11000", "OOMKilled", "SIGSEGV", "ENOSPC", "EPIPE", "ERR_TLS_CERT", "TS2322"]
+TYPES = ["insight", "success", "failure", "decision", "note"]
+
+
+def generate(n: int, seed: int = 7) -> list[Record]:
+    """``n`` varied, plausible developer memories."""
+    rng = random.Random(seed)
+    out: list[Record] = []
+    for i in range(n):
+        fill = {
+            "n": rng.randint(2, 90),
+            "code": rng.choice([400, 401, 403, 404, 409, 429, 500, 502, 503, 504]),
+            "err": rng.choice(ERRS),
+            "col": rng.choice(["user_id", "created_at", "email", "tenant_id"]),
+            "fn": rng.choice(["load_config", "sync_users", "render_page", "flush_queue", "parse_row"]) + str(i % 97),
+        }
+        tech, part = rng.choice(TECH), rng.choice(PART)
+        k = rng.randrange(len(CAUSE))
+        text = (
+            f"The {part} on {tech} {rng.choice(SYMPTOM).format(**fill)}. Cause: {CAUSE[k].format(**fill)}. "
+            f"Fix: {FIX[k].format(**fill)}."
+        )
+        tags = rng.sample(TECH, 2) if rng.random() < 0.9 else []
+        stamp = f"2026-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T12:00:00+00:00"
+        out.append(
+            Record(
+                f"00000000-0000-4000-8000-{i:012d}",
+                text,
+                rng.choice(TYPES),
+                f"proj-{i % 40}",
+                [tech, *[t for t in tags if t != tech]],
+                stamp,
+                stamp,
+            )
+        )
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def host_for(data_dir: Path) -> Any:
+    pm = get_plugin_manager()
+    pm.register(nexus_memory, name="memory")
+    config = {
+        "server": {"data_dir": str(data_dir), "audit": {"enabled": False}},
+        "plugins": {"memory": {"categories": ["read", "write", "delete"]}},
+    }
+    return build_host(parse_config(config), pm)
+
+
+def store_of(host: Any) -> Any:
+    (rt,) = nexus_memory._RUNTIMES.values()
+    return rt.service().store
+
+
+def bulk_load(store: Any, records: list[Record]) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    vectors = store.embed([r.content for r in records])
+    t_embed = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for start in range(0, len(records), 5000):
+        store.add(records[start : start + 5000], vectors[start : start + 5000])
+    return t_embed, time.perf_counter() - t0
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def children() -> set[int]:
+    out: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        out |= {int(p) for p in (task / "children").read_text().split()}
+    return out
+
+
+async def server_rss(data_dir: Path, queries: list[str]) -> float:
+    """Resident memory of a real `nexus serve` (stdio) on this store, after recalls and stores."""
+    config = data_dir / "nexus.toml"
+    config.write_text(f'[server]\ndata_dir = "{data_dir}"\n[server.audit]\nenabled = false\n')
+    before = children()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "nexus_core", "serve", "--config", str(config)])
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        for i, q in enumerate(queries):
+            await s.call_tool("recall_memories", {"query": q})
+            if i % 3 == 0:
+                await s.call_tool("store_memory", {"content": f"RSS probe {i}: {q}", "context_name": "bench"})
+        (pid,) = children() - before
+        return rss_mb(pid)
+
+
+# -- latency -------------------------------------------------------------------------
+
+
+async def latency(size: int, queries: list[str], report: list[str]) -> dict[str, float]:
+    nexus_memory._RUNTIMES.clear()
+    with tempfile.TemporaryDirectory() as tmp:
+        host = host_for(Path(tmp))
+        async with Client(host.server) as client:
+            await client.call_tool("get_stats", {})  # opens Chroma, loads nothing else
+            store = store_of(host)
+            records = generate(size)
+            t_embed, t_add = bulk_load(store, records)
+            del records
+            gc.collect()
+            for q in queries[:5]:  # warm-up
+                await client.call_tool("recall_memories", {"query": q})
+            rec: list[float] = []
+            for q in queries:
+                t0 = time.perf_counter()
+                r = await client.call_tool("recall_memories", {"query": q, "limit": 5})
+                rec.append((time.perf_counter() - t0) * 1000)
+                assert not r.is_error, r.content
+            vecs = store.embed(queries)
+            bare: list[float] = []
+            for v in vecs:
+                t0 = time.perf_counter()
+                store.memories.query(query_embeddings=[v], n_results=5, include=["documents", "metadatas", "distances"])
+                bare.append((time.perf_counter() - t0) * 1000)
+            sto: list[float] = []
+            for i, q in enumerate(queries[:100]):
+                t0 = time.perf_counter()
+                r = await client.call_tool(
+                    "store_memory",
+                    {"content": f"Bench note {i}: {q} was fixed.", "context_name": "bench", "tags": ["bench"]},
+                )
+                sto.append((time.perf_counter() - t0) * 1000)
+                assert not r.is_error, r.content
+        rss = await server_rss(Path(tmp), queries[:30])
+    row = {
+        "size": size,
+        "embed_s": t_embed,
+        "add_s": t_add,
+        "recall_p50": pct(rec, 50),
+        "recall_p95": pct(rec, 95),
+        "bare_p50": pct(bare, 50),
+        "bare_p95": pct(bare, 95),
+        "store_p50": pct(sto, 50),
+        "store_p95": pct(sto, 95),
+        "rss_mb": rss,
+    }
+    line = (
+        f"| {size:>7,} | {t_embed:7.1f} s | {t_add:6.1f} s | {row['recall_p50']:6.1f} / {row['recall_p95']:6.1f} | "
+        f"{row['bare_p50']:5.2f} / {row['bare_p95']:5.2f} | {row['recall_p50'] / row['bare_p50']:5.1f}x | "
+        f"{row['store_p50']:6.1f} / {row['store_p95']:6.1f} | {rss:6.0f} |"
+    )
+    print(line, flush=True)
+    report.append(line)
+    return row
+
+
+# -- quality -------------------------------------------------------------------------
+
+
+def _tok(s: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+", s.lower())
+
+
+def bm25_scores(docs: list[str]) -> Any:
+    toks = [_tok(d) for d in docs]
+    n, avg = len(toks), sum(map(len, toks)) / len(toks)
+    df = Counter(t for x in toks for t in set(x))
+    tfs = [Counter(x) for x in toks]
+
+    def score(query: str) -> np.ndarray:
+        out = np.zeros(n)
+        for t in set(_tok(query)):
+            if t not in df:
+                continue
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            for i, tf in enumerate(tfs):
+                if t in tf:
+                    out[i] += idf * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(toks[i]) / avg))
+        return out
+
+    return score
+
+
+def metrics(ranks: list[int]) -> tuple[float, float]:
+    return sum(r < 5 for r in ranks) / len(ranks), sum(1 / (r + 1) for r in ranks) / len(ranks)
+
+
+async def quality(distractors: int, report: list[str]) -> None:
+    data = json.loads(LABELED.read_text())
+    mems, queries = data["memories"], data["queries"]
+    noise = generate(distractors, seed=11)
+    nexus_memory._RUNTIMES.clear()
+    with tempfile.TemporaryDirectory() as tmp:
+        host = host_for(Path(tmp))
+        async with Client(host.server) as client:
+            await client.call_tool("get_stats", {})
+            store = store_of(host)
+            labeled = [
+                Record(
+                    f"00000000-0000-4000-9000-{i:012d}",
+                    m["content"],
+                    m["memory_type"],
+                    m["context"],
+                    m["tags"],
+                    "2026-01-01T00:00:00+00:00",
+                    "2026-01-01T00:00:00+00:00",
+                )
+                for i, m in enumerate(mems)
+            ]
+            key_of = {r.id: m["key"] for r, m in zip(labeled, mems, strict=True)}
+            corpus = labeled + noise
+            vectors = store.embed([r.content for r in corpus])
+            store.add(labeled, vectors[: len(labeled)])
+            store.add(noise, vectors[len(labeled) :])
+            docs, ids = [r.content for r in corpus], [r.id for r in corpus]
+            matrix = np.array(vectors)
+            qvecs = np.array(store.embed([q["query"] for q in queries]))
+            bm25 = bm25_scores(docs)
+            systems: dict[str, list[int]] = {
+                "semantic only (MiniLM)": [],
+                "keyword only (BM25)": [],
+                "equal-weight RRF (MiniLM + BM25)": [],
+                f"hybrid: similarity + {BOOST} exact-term boost (plugin)": [],
+            }
+            for q, qv in zip(queries, qvecs, strict=True):
+                want = next(i for i, k in key_of.items() if k == q["relevant"])
+                sem = list(np.argsort(-(matrix @ qv), kind="stable"))
+                kw = list(np.argsort(-bm25(q["query"]), kind="stable"))
+                rrf: Counter[int] = Counter()
+                for rank_list in (sem, kw):
+                    for r, i in enumerate(rank_list):
+                        rrf[i] += 1 / (60 + r)
+                fused = [i for i, _ in rrf.most_common()]
+                out = await client.call_tool("recall_memories", {"query": q["query"], "limit": 20})
+                got = [r["id"] for r in out.structured_content["results"]]
+                for name, ranking in zip(
+                    systems, ([ids[i] for i in sem], [ids[i] for i in kw], [ids[i] for i in fused], got), strict=True
+                ):
+                    systems[name].append(ranking.index(want) if want in ranking else 99)
+    with_terms = [i for i, q in enumerate(queries) if exact_terms(q["query"])]
+    report.append(
+        f"\n{len(queries)} queries ({len(with_terms)} with exact terms) over {len(mems)} labeled memories "
+        f"+ {distractors:,} generated distractors.\n"
+    )
+    report.append("| system | recall@5 | MRR | recall@5 (exact-term queries) |")
+    report.append("|---|---|---|---|")
+    for name, ranks in systems.items():
+        r5, mrr = metrics(ranks)
+        r5t, _ = metrics([ranks[i] for i in with_terms])
+        line = f"| {name} | {r5:.3f} | {mrr:.3f} | {r5t:.3f} |"
+        print(line, flush=True)
+        report.append(line)
+    _ = matched  # the plugin's own matcher is exercised through recall_memories
+
+
+# -- server start ----------------------------------------------------------------------
+
+
+async def first_list(config: Path) -> float:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "nexus_core", "serve", "--config", str(config)])
+    t0 = time.perf_counter()
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        await s.list_tools()
+        return (time.perf_counter() - t0) * 1000
+
+
+async def start_time(report: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        on, off = Path(tmp) / "on.toml", Path(tmp) / "off.toml"
+        base = f'[server]\ndata_dir = "{tmp}"\n'
+        on.write_text(base)
+        off.write_text(base + "[plugins.memory]\nenabled = false\n")
+        with_p = [await first_list(on) for _ in range(5)]
+        without = [await first_list(off) for _ in range(5)]
+    a, b = statistics.median(with_p), statistics.median(without)
+    line = (
+        f"Server start to first tools/list (median of 5): {a:.0f} ms with the plugin, "
+        f"{b:.0f} ms without ({a - b:+.0f} ms)."
+    )
+    print(line, flush=True)
+    report.append(line)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--distractors", type=int, default=2000)
+    args = parser.parse_args()
+    create("minilm").embed(["warm up"])
+    labeled = [q["query"] for q in json.loads(LABELED.read_text())["queries"]]
+    rng = random.Random(3)
+    generated = [
+        f"{rng.choice(PART)} {rng.choice(SYMPTOM).split(' ')[0]} {rng.choice(TECH)} {rng.choice(ERRS)}"
+        for _ in range(args.queries)
+    ]
+    queries = (labeled + generated)[: args.queries]
+    report: list[str] = []
+    header = (
+        "| memories | embed (bulk) | add | recall p50 / p95 ms | bare Chroma p50 / p95 ms | recall / bare (p50) "
+        "| store p50 / p95 ms | server RSS MB |"
+    )
+    print(header)
+    report += [header, "|---|---|---|---|---|---|---|---|"]
+    for size in args.sizes:
+        await latency(size, queries, report)
+    await quality(args.distractors, report)
+    await start_time(report)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

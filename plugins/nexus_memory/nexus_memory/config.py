@@ -1,0 +1,32 @@
+"""The keys of ``[plugins.memory]`` besides those the host reads."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from pydantic import Field, field_validator
+
+from nexus_core import PluginConfig
+
+
+class MemoryConfig(PluginConfig):
+    chroma_url: str | None = Field(
+        None, description="A Chroma server (`chroma run`), e.g. http://127.0.0.1:8000; default: embedded in data_dir."
+    )
+    embedder: str = Field("minilm", min_length=1, description="The embedder's name (built-in: minilm).")
+    collection: str = Field(
+        "nexus_memories",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,60}[A-Za-z0-9]$",
+        description="The Chroma collection of memories; links live in '<collection>_links'.",
+    )
+    stale_days: int = Field(180, ge=1, description="analyze_knowledge reports memories not updated for this long.")
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000")
+        return value.rstrip("/")

