@@ -64,7 +64,7 @@ def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool
         data = config.model_dump(mode="python", exclude_unset=True)
         for item in overrides:
             _merge(data, _override(item))
-        config = parse_config(data, source=f"{config.source} with --set", base_dir=config.base_dir)
+        config = parse_config(data, source=f"{config.source} with --set", base_dir=config.base_dir, path=config.path)
     level = "DEBUG" if verbose else config.server.log_level
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("nexus").setLevel(level)
@@ -182,7 +182,7 @@ def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
         _merge(data, {"plugins": {"manual": {"libraries": {name.strip(): folder}}}})
         roots.append(folder)
     _merge(data, {"plugins": {"manual": {"roots": roots}}})
-    return parse_config(data, source=f"{config.source} with --libraries", base_dir=config.base_dir)
+    return parse_config(data, source=f"{config.source} with --libraries", base_dir=config.base_dir, path=config.path)
 
 
 def _report(host: Host) -> None:

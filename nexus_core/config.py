@@ -94,6 +94,7 @@ class NexusConfig(Strict):
     plugins: dict[str, PluginTable] = Field(default_factory=dict)
     source: str = Field("defaults", exclude=True)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    path: Path | None = Field(None, exclude=True)
 
     @field_validator("plugins", mode="before")
     @classmethod
@@ -119,6 +120,14 @@ class NexusConfig(Strict):
 
     def deny_paths_for(self, plugin: str) -> list[str]:
         return [*self.server.deny_paths, *self.table(plugin).deny_paths]
+
+    def protected_paths(self) -> list[Path]:
+        """What no tool may write: the config files Nexus reads, its plugin folders, its data.
+
+        A model allowed to write these could grant itself permissions or load code at the next start.
+        """
+        files = [Path.cwd() / CONFIG_NAME, user_config_path().parent, self.resolve_path(self.server.data_dir)]
+        return [*files, *([self.path] if self.path else []), *map(self.resolve_path, self.server.plugin_dirs)]
 
     def data_dir_for(self, plugin: str) -> Path:
         own = self.table(plugin).data_dir
@@ -153,16 +162,19 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> NexusConfig:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
-    return parse_config(data, source=str(path), base_dir=path.parent)
+    return parse_config(data, source=str(path), base_dir=path.parent, path=path)
 
 
-def parse_config(data: Mapping[str, Any], *, source: str = "<config>", base_dir: Path | None = None) -> NexusConfig:
+def parse_config(
+    data: Mapping[str, Any], *, source: str = "<config>", base_dir: Path | None = None, path: Path | None = None
+) -> NexusConfig:
     try:
         config = NexusConfig.model_validate(data)
     except ValidationError as exc:
         raise validation_error(source, exc) from None
     config.source = source
     config.base_dir = base_dir or Path.cwd()
+    config.path = path
     return config
 
 

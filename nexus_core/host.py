@@ -215,7 +215,7 @@ class Host:
             frozenset(table.allow_tools),
             frozenset(table.deny_tools),
         )
-        paths = PathPolicy(self.config.roots_for(name), self.config.deny_paths_for(name))
+        paths = PathPolicy(self.config.roots_for(name), self.config.deny_paths_for(name), self.config.protected_paths())
         state.ctx = PluginContext(
             name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}")
         )

@@ -10,6 +10,7 @@ Every refusal carries its reason.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,15 +64,23 @@ class PathPolicy:
     Relative paths resolve against the first root. The real path (``..`` and
     symlinks resolved) must lie inside a root, and neither it nor the path as
     written may match a ``deny_paths`` pattern (gitignore syntax). Writes are
-    also refused inside ``.git`` directories.
+    also refused inside git directories (``.git``, bare and separate ones: a
+    write there can plant a hook or a filter that runs programs) and to
+    ``protected`` paths: Nexus's own config, plugin folders and data.
     """
 
-    def __init__(self, roots: Sequence[str | os.PathLike[str]], deny_paths: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        roots: Sequence[str | os.PathLike[str]],
+        deny_paths: Sequence[str] = (),
+        protected: Sequence[str | os.PathLike[str]] = (),
+    ) -> None:
         if not roots:
             raise ValueError("a path policy needs at least one root")
         self.roots = tuple(Path(os.path.realpath(Path(r).expanduser())) for r in roots)
         self.deny_patterns = tuple(deny_paths)
-        self._deny = pathspec.GitIgnoreSpec.from_lines(deny_paths)
+        self.protected = tuple(Path(os.path.realpath(Path(p).expanduser())) for p in protected)
+        self._deny = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in deny_paths)
 
     def __repr__(self) -> str:
         return f"PathPolicy(roots={[str(r) for r in self.roots]}, deny_paths={list(self.deny_patterns)})"
@@ -98,9 +107,24 @@ class PathPolicy:
         for candidate in (lexical, real):
             if reason := self.denied(candidate):
                 raise PermissionDenied(f"permission denied: '{raw}' {reason}")
-        if write and ".git" in real.relative_to(root).parts:
-            raise PermissionDenied(f"permission denied: '{raw}' is inside a .git directory; writes there are refused")
+        if write:
+            self._check_writable(raw, real, root)
         return real
+
+    def _check_writable(self, raw: str, real: Path, root: Path) -> None:
+        for guarded in self.protected:
+            if real == guarded or real.is_relative_to(guarded):
+                raise PermissionDenied(
+                    f"permission denied: '{raw}' is Nexus's own configuration or data ({guarded}); "
+                    "tools may not change it"
+                )
+        for folder in (real, *real.parents):
+            if folder != root and not folder.is_relative_to(root):
+                break
+            if _is_git_dir(folder):
+                raise PermissionDenied(
+                    f"permission denied: '{raw}' is inside the git directory '{folder}'; writes there are refused"
+                )
 
     def allows(self, path: str | os.PathLike[str]) -> bool:
         """Whether an already-real path (say, found by walking a root) is visible."""
@@ -112,7 +136,7 @@ class PathPolicy:
         root = self.root_of(path)
         if root is None or not self.deny_patterns:
             return None
-        rel = path.relative_to(root).as_posix()
+        rel = _fold(path.relative_to(root).as_posix())
         if rel == ".":
             return None
         result = self._deny.check_file(rel + "/" if path.is_dir() else rel)
@@ -135,3 +159,18 @@ class PathPolicy:
 
     def _roots_text(self) -> str:
         return ", ".join(str(r) for r in self.roots)
+
+
+_CASE_INSENSITIVE = sys.platform in ("darwin", "win32")  # their usual file systems ignore case
+
+
+def _fold(text: str) -> str:
+    """Patterns and paths compared as the file system compares names."""
+    return text.casefold() if _CASE_INSENSITIVE else text
+
+
+def _is_git_dir(folder: Path) -> bool:
+    """A ``.git`` folder by name (in any case), or any folder laid out as one (bare or separate git dirs)."""
+    if folder.name.casefold() == ".git":
+        return True
+    return (folder / "HEAD").is_file() and (folder / "objects").is_dir() and (folder / "refs").is_dir()

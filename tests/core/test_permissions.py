@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from nexus_core.config import load_config, user_config_path
 from nexus_core.errors import PermissionDenied
 from nexus_core.permissions import Grants, PathPolicy
 
@@ -75,7 +77,7 @@ def test_directory_patterns_hide_everything_below(tree: Path) -> None:
 
 def test_writes_inside_git_are_refused_reads_are_not(policy: PathPolicy, tree: Path) -> None:
     assert policy.resolve(".git/config") == tree / ".git" / "config"
-    with pytest.raises(PermissionDenied, match=r"\.git directory"):
+    with pytest.raises(PermissionDenied, match="git directory"):
         policy.resolve(".git/config", write=True)
     assert policy.resolve("src/new.py", write=True) == tree / "src" / "new.py"
 
@@ -109,3 +111,40 @@ def test_grants_say_why() -> None:
     assert "deny_tools" in grants.refusal(["tail"], "read")
     narrowed = Grants("files", frozenset({"read"}), frozenset({"read_file"}))
     assert "allow_tools" in narrowed.refusal(["tail"], "read")
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_writes_into_any_git_directory_are_refused(tmp_path: Path) -> None:
+    """Bare and separate git dirs too: writing there could plant a hook or a filter that runs programs."""
+    git("init", "--bare", "-q", "remote.git", cwd=tmp_path)
+    (tmp_path / "gitdirs").mkdir()
+    git("init", "-q", "--separate-git-dir", str(tmp_path / "gitdirs" / "proj"), "proj", cwd=tmp_path)
+    (tmp_path / "upper").mkdir()
+    policy = PathPolicy([tmp_path])
+    for target in ("remote.git/hooks/post-update", "gitdirs/proj/config", "upper/.GIT/hooks/pre-commit"):
+        with pytest.raises(PermissionDenied, match="git directory"):
+            policy.resolve(target, write=True)
+    assert policy.resolve("remote.git/HEAD") == tmp_path / "remote.git" / "HEAD"  # reading is fine
+    assert policy.resolve("proj/main.py", write=True) == tmp_path / "proj" / "main.py"  # the work tree is not
+
+
+def test_protected_paths_are_readable_but_never_writable(tree: Path) -> None:
+    policy = PathPolicy([tree], protected=[tree / "nexus.toml", tree / "plugins"])
+    for target in ("nexus.toml", "plugins/evil.py"):
+        with pytest.raises(PermissionDenied, match="Nexus's own configuration or data"):
+            policy.resolve(target, write=True)
+    assert policy.resolve("nexus.toml") == tree / "nexus.toml"
+
+
+def test_the_config_protects_what_nexus_reads_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "conf" / "nexus.toml"
+    path.parent.mkdir()
+    path.write_text('[server]\ndata_dir = "data"\nplugin_dirs = ["skills"]\n')
+    protected = load_config(path).protected_paths()
+    expected = [tmp_path / "nexus.toml", path, tmp_path / "conf" / "data", tmp_path / "conf" / "skills"]
+    assert all(p in protected for p in expected)
+    assert user_config_path().parent in protected

@@ -52,7 +52,14 @@ async def test_an_existing_id_is_refused_and_the_file_is_unchanged(graph_host, g
 
 @pytest.mark.parametrize(
     ("bad_id", "expected"),
-    [("../x", "invalid"), ("Python", "did you mean 'python'"), ("", "empty"), ("a/b", "invalid"), ("a b", "invalid")],
+    [
+        ("../x", "invalid"),
+        ("Python", "did you mean 'python'"),
+        ("", "empty"),
+        ("a/b", "invalid"),
+        ("a b", "invalid"),
+        ("py\n", "invalid"),  # `$` would match before a final newline
+    ],
 )
 async def test_bad_ids_are_refused_and_nothing_is_written(
     graph_host, graph_dir: Path, bad_id: str, expected: str
@@ -94,6 +101,7 @@ async def test_connect_entities_checks_both_ends_predicates_and_duplicates(graph
         assert "dst 'pyton' does not exist" in missing and "'python'" in missing  # a suggestion
         assert "snake_case" in await fail(client, "connect_entities", src="guido", rel="Created By", dst="python")
         assert "snake_case" in await fail(client, "connect_entities", src="guido", rel="x" * 41, dst="python")
+        assert "snake_case" in await fail(client, "connect_entities", src="guido", rel="uses\n", dst="python")
         assert "two different" in await fail(client, "connect_entities", src="guido", rel="is", dst="guido")
     (month,) = list((graph_dir / "relations").glob("*/*.jsonl"))
     assert len(lines(month)) == 1

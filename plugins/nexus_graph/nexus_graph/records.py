@@ -9,9 +9,9 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-ID_RE = re.compile(r"^[a-z0-9-]+$")
-PREDICATE_RE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
-CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+ID_RE = re.compile(r"^[a-z0-9-]+\Z")
+PREDICATE_RE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*\Z")
+CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]*\Z")
 MAX_ID = 100
 MAX_PREDICATE = 40
 MAX_NAME = 200

@@ -18,8 +18,8 @@ from nexus_graph.storage import RELATIONS_DIR
 from nexus_graph.tools import detail, entropy_report, store_for
 
 JSON = "application/json"
-YEAR_RE = re.compile(r"^\d{4}$")
-MONTH_RE = re.compile(r"^(0?[1-9]|1[0-2])$")
+YEAR_RE = re.compile(r"^\d{4}\Z")
+MONTH_RE = re.compile(r"^(0?[1-9]|1[0-2])\Z")
 
 
 def _dumps(value: object) -> str:

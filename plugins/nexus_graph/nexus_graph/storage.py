@@ -31,8 +31,8 @@ from nexus_graph.records import GraphError
 ENTITY_FILE = "entities.jsonl"
 RELATIONS_DIR = "relations"
 LOCK_FILE = ".lock"
-YEAR_RE = re.compile(r"^\d{4}$")
-MONTH_FILE_RE = re.compile(r"^(0[1-9]|1[0-2])\.jsonl$")
+YEAR_RE = re.compile(r"^\d{4}\Z")
+MONTH_FILE_RE = re.compile(r"^(0[1-9]|1[0-2])\.jsonl\Z")
 
 
 def entity_file(root: Path, category: str) -> Path:
