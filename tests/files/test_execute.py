@@ -43,10 +43,10 @@ async def test_refusals_name_the_reason(files_client, outside):
         assert "'grep' is not in allowed_commands" in await fail(client, "run_command", command="ls | grep x")
         assert "'rm' is in denied_commands" in await fail(client, "run_command", command="echo x; rm -rf src")
         assert "'rm' is in denied_commands" in await fail(client, "run_command", command="nice -n 5 /bin/rm x")
-        assert "'python3' is not in allowed" in await fail(client, "run_command", command="ls\npython3 -c 1")
+        assert "newlines are not allowed" in await fail(client, "run_command", command="ls\npython3 -c 1")
         assert "command substitution" in await fail(client, "run_command", command="echo $(whoami)")
         assert "command substitution" in await fail(client, "run_command", command="echo `id`")
-        assert "not literal" in await fail(client, "run_command", command="$CMD x")
+        assert "expansions ('$')" in await fail(client, "run_command", command="$CMD x")
         assert "outside the allowed roots" in await fail(client, "run_command", command=f"echo x > {outside}/pwned.txt")
         assert "deny_paths" in await fail(client, "run_command", command="cat < .env")
         assert "outside the allowed roots" in await fail(client, "run_command", command="ls", cwd=str(outside))
@@ -64,7 +64,7 @@ async def test_environment_is_scrubbed_of_secrets(files_client, monkeypatch):
     monkeypatch.setenv("MY_API_TOKEN", "s3cret-token")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-key")
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    async with files_client(categories=EXEC, allowed_commands=["printenv"]) as client:
+    async with files_client(categories=EXEC, allowed_commands=["printenv"], pass_env=["HARMLESS_SETTING"]) as client:
         result = await call(client, "run_command", command="printenv")
         assert "visible" in result["stdout"]
         assert "s3cret-token" not in result["stdout"] and "aws-key" not in result["stdout"]

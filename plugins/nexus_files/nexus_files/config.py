@@ -10,15 +10,22 @@ from nexus_core import PluginConfig
 
 MiB = 1024 * 1024
 
-# Deny wins over allow. Shells and wrappers are here because they run arbitrary
-# other commands, which would make the allowlist meaningless.
+# Deny wins over allow. Besides destructive and network tools, this lists every
+# interpreter and command runner: allowing one hands over the machine, since it
+# runs whatever its arguments say, beyond the reach of run_command's checks.
 DEFAULT_DENIED_COMMANDS = [
-    "rm", "rmdir", "shred", "sudo", "su", "doas", "pkexec",
-    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp",
-    "dd", "mkfs", "fdisk", "mount", "umount", "shutdown", "reboot", "halt", "poweroff",
-    "kill", "killall", "pkill", "chmod", "chown", "chgrp", "crontab",
-    "eval", "exec", "source", ".", "env", "xargs", "command", "builtin",
-    "sh", "bash", "zsh", "fish", "dash", "ksh", "csh", "tcsh",
+    "rm", "rmdir", "shred", "sudo", "su", "doas", "pkexec", "runuser", "chroot", "unshare", "nsenter",
+    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp", "socat",
+    "dd", "mkfs", "fdisk", "mount", "umount", "shutdown", "reboot", "halt", "poweroff", "systemctl",
+    "kill", "killall", "pkill", "chmod", "chown", "chgrp", "crontab", "at", "batch",
+    "eval", "exec", "source", ".", "env", "xargs", "command", "builtin", "parallel", "watch", "script",
+    "sh", "bash", "zsh", "fish", "dash", "ksh", "csh", "tcsh", "busybox",
+    "python", "python2", "python3", "pip", "pip3", "pipx", "uv", "uvx", "poetry", "pdm", "hatch",
+    "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "npm", "npx", "pnpm", "yarn", "php", "lua",
+    "tclsh", "Rscript", "julia", "java", "jshell", "osascript",
+    "awk", "gawk", "mawk", "nawk", "sed", "ed", "ex", "vi", "vim", "nvim", "emacs", "man",
+    "make", "gmake", "cmake", "ninja", "git", "tar", "zip", "docker", "podman", "kubectl",
+    "gdb", "strace", "ltrace", "expect", "tmux", "screen", "flock", "systemd-run",
 ]  # fmt: skip
 
 
@@ -34,6 +41,11 @@ class FilesConfig(PluginConfig):
     )
     denied_commands: list[str] = Field(
         default_factory=lambda: list(DEFAULT_DENIED_COMMANDS), description="Never run, even when allowed."
+    )
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="Environment variables passed to run_command/run_python besides PATH, HOME, LANG, LC_* and "
+        "the like; every other variable (tokens, keys, URLs with passwords) is left out.",
     )
     shell: str | None = Field(None, description="Shell for run_command; default: the user's shell (shellingham).")
     python_executable: str | None = Field(None, description="Interpreter for run_python; default: the server's.")

@@ -1,9 +1,8 @@
-"""The execute category: run_command (the user's shell, allowlisted) and run_python."""
+"""The execute category: run_command (the user's shell, after strict validation) and run_python."""
 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -11,20 +10,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from nexus_core import PathPolicy, PluginContext, ToolError
+from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
-from .process import ProcessOutput, run_process, scrubbed_env
+from .process import ProcessOutput, child_env, run_process
 from .results import ToolOutput, tool
-
-SEPARATORS = {";", "&", "&&", "|", "||", "|&", "(", ")", "\n", ";;"}
-REDIRECTS = {">", ">>", "<", ">|", "&>", "&>>", "<>"}
-# Shell words that precede a command rather than being one.
-KEYWORDS = {"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time", "coproc"}
-# Commands that run the command named by their arguments; that command is checked too.
-WRAPPERS = {"nice", "nohup", "timeout", "stdbuf", "ionice", "time", "chrt", "setsid"}
-FORBIDDEN_SYNTAX = {"$(": "command substitution", "`": "command substitution", "<(": "process substitution",
-                    ">(": "process substitution"}  # fmt: skip
+from .shellcheck import check_command
 
 
 class CommandResult(ToolOutput):
@@ -46,82 +37,6 @@ class CommandResult(ToolOutput):
         if self.truncated:
             parts.append("[output cut at max_output_bytes]")
         return "\n".join(parts)
-
-
-def command_names(command: str) -> tuple[list[str], list[str]]:
-    """The command names a shell line would run, and the files it redirects to or from.
-
-    Refuses what would hide a command from this check: substitutions and
-    non-literal command names. Words are split with POSIX shell quoting.
-    """
-    for token, what in FORBIDDEN_SYNTAX.items():
-        if token in command:
-            raise ToolError(f"refused: {what} ('{token}') is not allowed in run_command; run the parts separately")
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = list(lexer)
-    except ValueError as exc:
-        raise ToolError(f"refused: cannot parse the command ({exc})") from None
-    names: list[str] = []
-    redirects: list[str] = []
-    expect_command, expect_target, wrapped = True, False, False
-    for tok in tokens:
-        if expect_target:
-            expect_target = False
-            if not tok.isdigit() and tok != "-":
-                redirects.append(tok)
-            continue
-        if tok in SEPARATORS:
-            expect_command, wrapped = True, False
-            continue
-        if tok in REDIRECTS or tok in (">&", "<&"):
-            expect_target = True
-            continue
-        if tok in ("<<", "<<<", "<<-"):
-            expect_target = False
-            continue
-        if not expect_command:
-            continue
-        if tok in KEYWORDS or ("=" in tok and not tok.startswith("=") and tok.split("=", 1)[0].isidentifier()):
-            continue  # a keyword or a VAR=value prefix: the command is still to come
-        if wrapped and (tok.startswith("-") or tok.replace(".", "").isdigit()):
-            continue  # a wrapper's option or duration
-        if "$" in tok or "*" in tok or "?" in tok or "[" in tok:
-            raise ToolError(f"refused: the command name {tok!r} is not literal; name the program directly")
-        name = os.path.basename(tok)
-        names.append(name)
-        wrapped = name in WRAPPERS
-        expect_command = wrapped
-    if not names:
-        raise ToolError("refused: no command found")
-    return names, redirects
-
-
-def check_command(command: str, config: FilesConfig, policy: PathPolicy, cwd: Path) -> list[str]:
-    names, redirects = command_names(command)
-    denied = set(config.denied_commands)
-    for name in names:
-        if name in denied:
-            raise ToolError(f"refused: '{name}' is in denied_commands of [plugins.files]")
-    if not config.allowed_commands:
-        raise ToolError(
-            "refused: run_command runs only commands listed in allowed_commands of [plugins.files], which is empty; "
-            f"add {names[0]!r} there to allow it"
-        )
-    allowed = set(config.allowed_commands)
-    for name in names:
-        if name not in allowed:
-            raise ToolError(
-                f"refused: '{name}' is not in allowed_commands of [plugins.files] "
-                f"(allowed: {', '.join(sorted(allowed))})"
-            )
-    for target in redirects:
-        if target != "/dev/null":
-            policy.resolve(target if os.path.isabs(target) else cwd / target, write=True)
-    return names
 
 
 def user_shell(configured: str | None) -> str:
@@ -193,13 +108,13 @@ def register(register, ctx: PluginContext) -> None:
         A non-zero exit code is a result, not an error; a timeout is an error.
         """
         folder = workdir(cwd)
-        check_command(command, config, policy, folder)
         shell = user_shell(config.shell)
+        check_command(command, config, policy, folder, fish=os.path.basename(shell) == "fish")
         limit = timeout_for(timeout)
         out = await run_process(
             [shell, "-c", command],
             cwd=folder,
-            env=scrubbed_env(),
+            env=child_env(config.pass_env, folder),
             timeout=limit,
             max_output=config.max_output_bytes,
         )
@@ -219,7 +134,7 @@ def register(register, ctx: PluginContext) -> None:
         out = await run_process(
             [python, "-I", "-"],
             cwd=folder,
-            env=scrubbed_env(),
+            env=child_env(config.pass_env, folder),
             timeout=limit,
             max_output=config.max_output_bytes,
             stdin=code.encode("utf-8"),

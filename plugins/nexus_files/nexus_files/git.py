@@ -1,16 +1,20 @@
 """The vcs category: read-only git, only in repositories inside the roots.
 
 Every call runs ``git --no-pager -C <repo>`` with a scrubbed environment and
-``-c`` overrides that keep a repository's own config from running programs
-(fsmonitor, hooks, filters, textconv, external diff). User-supplied values
-starting with ``-`` are refused, revisions come after ``--end-of-options`` and
-paths after ``--``.
+config overrides (GIT_CONFIG_COUNT) that keep a repository's own config from
+running programs: fsmonitor, hooks, pager, and every filter, diff and merge
+driver found in any config file git reads there (includes and
+config.worktree too). User-supplied values starting with ``-`` are refused,
+revisions come after ``--end-of-options`` and paths after ``--``. Diff
+sections and status entries of deny-listed paths are withheld.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -23,17 +27,42 @@ from .process import run_process
 from .results import ToolOutput, tool
 
 GIT_OUTPUT_CAP = 16 * 1024 * 1024  # parsing needs whole records; the text shown is capped separately
-SAFE_CONFIG = (
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "core.pager=cat",
-    "core.quotePath=false",
-    "diff.external=",
-    "protocol.allow=never",
-    "log.showSignature=false",
-    "color.ui=false",
-    "core.untrackedCache=false",
+# Settings that keep a repository's own config from running programs, reading outside the
+# repository or changing the output format this module parses. They are passed through
+# GIT_CONFIG_COUNT/KEY/VALUE (the "command" scope, which wins over every config file), not
+# ``-c``: ``-c`` splits at the first '=', so a driver named "a=b" could not be overridden.
+SAFE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.pager", "cat"),
+    ("core.quotePath", "false"),
+    ("core.attributesFile", os.devnull),
+    ("core.untrackedCache", "false"),
+    ("core.sshCommand", ""),
+    ("core.gitProxy", ""),
+    ("core.askPass", ""),
+    ("core.alternateRefsCommand", ""),
+    ("credential.helper", ""),
+    ("diff.external", ""),
+    ("diff.noprefix", "false"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.relative", "false"),
+    ("diff.ignoreSubmodules", "dirty"),  # "none" runs git status inside submodules, with their config
+    ("status.submoduleSummary", "false"),
+    ("submodule.recurse", "false"),
+    ("protocol.allow", "never"),
+    ("log.showSignature", "false"),
+    ("gpg.program", ""),
+    ("gpg.openpgp.program", ""),
+    ("gpg.ssh.program", ""),
+    ("gpg.x509.program", ""),
+    ("blame.ignoreRevsFile", ""),
+    ("color.ui", "false"),
 )
+# Per-driver keys that name a program; every driver the config defines gets them blanked.
+DRIVER_COMMANDS = {"filter": ("clean", "smudge", "process"), "diff": ("textconv", "command"), "merge": ("driver",)}
+# Entries of a git directory that must not lead outside the roots (symlinks, alternates).
+GIT_DIR_ENTRIES = ("objects", "refs", "packed-refs", "HEAD", "index", "config", "config.worktree", "info", "logs")
 
 RepoArg = Annotated[str, Field(description="A folder inside a git repository inside the roots.")]
 RevArg = Annotated[str, Field(description="A commit, branch or tag (e.g. HEAD~2, main, v1.0).")]
@@ -54,6 +83,7 @@ class GitStatus(ToolOutput):
     behind: int
     entries: list[StatusEntry]
     clean: bool
+    hidden: int = Field(0, description="Changed paths left out because they match deny_paths.")
 
     def render(self) -> str:
         head = f"## {self.branch or '(detached HEAD)'}"
@@ -63,6 +93,8 @@ class GitStatus(ToolOutput):
         for e in self.entries:
             renamed = f"{e.original_path} -> " if e.original_path else ""
             rows.append(f"{e.index}{e.worktree} {renamed}{e.path}")
+        if self.hidden:
+            rows.append(f"({self.hidden} changed path(s) hidden by deny_paths)")
         if self.clean:
             rows.append("nothing to commit, working tree clean")
         return "\n".join(rows)
@@ -92,18 +124,24 @@ class FileStat(BaseModel):
     deleted: int | None
 
 
+WITHHELD = Field(0, description="File sections left out because a path matches deny_paths.")
+
+
 class GitDiff(ToolOutput):
     repo: str
     description: str
     files: list[FileStat]
     diff: str
     truncated: bool
+    withheld: int = WITHHELD
+    notice: str | None = Field(None, description="Why sections were withheld, when some were.")
 
     def render(self) -> str:
-        if not self.files:
-            return f"no differences ({self.description})"
+        note = f"\n[{self.notice}]" if self.notice else ""
+        if not self.files and not self.diff.strip():
+            return f"no differences ({self.description}){note}"
         text = self.diff + ("\n[diff cut at max_output_bytes; pass a path to see one file]" if self.truncated else "")
-        return f"# {self.description}\n{text}"
+        return f"# {self.description}\n{text}{note}"
 
 
 class GitShow(ToolOutput):
@@ -113,13 +151,16 @@ class GitShow(ToolOutput):
     files: list[FileStat]
     diff: str
     truncated: bool
+    withheld: int = WITHHELD
+    notice: str | None = Field(None, description="Why sections were withheld, when some were.")
 
     def render(self) -> str:
         c = self.commit
         head = f"commit {c.commit}\nAuthor: {c.author} <{c.email}>\nDate:   {c.date}\n\n    {c.subject}\n"
         body = "".join(f"    {line}\n" for line in self.body.splitlines())
         cut = "\n[diff cut at max_output_bytes]" if self.truncated else ""
-        return f"{head}{body}\n{self.diff}{cut}"
+        note = f"\n[{self.notice}]" if self.notice else ""
+        return f"{head}{body}\n{self.diff}{cut}{note}"
 
 
 class BlameLine(BaseModel):
@@ -191,21 +232,159 @@ def _cut(text: str, cap: int) -> tuple[str, bool]:
     return data[:cap].decode("utf-8", errors="ignore"), True
 
 
-def _numstat(out: str) -> list[FileStat]:
+def _numstat_z(out: bytes) -> list[tuple[FileStat, list[str]]]:
+    """``--numstat -z`` records, with every path each touches (both sides of a rename)."""
     stats = []
-    for line in out.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) == 3:
-            added, deleted, path = parts
-            stats.append(
-                FileStat(
-                    path=path,
-                    added=int(added) if added.isdigit() else None,
-                    deleted=int(deleted) if deleted.isdigit() else None,
-                )
-            )
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        parts = fields[i].split(b"\t", 2)
+        i += 1
+        if len(parts) != 3:
+            continue
+        added, deleted, path = (os.fsdecode(p) for p in parts)
+        paths = [path]
+        if not path and i + 1 < len(fields):  # a rename or copy: the old and the new path follow
+            paths = [os.fsdecode(fields[i]), os.fsdecode(fields[i + 1])]
+            i += 2
+        stat = FileStat(
+            path=paths[-1],
+            added=int(added) if added.isdigit() else None,
+            deleted=int(deleted) if deleted.isdigit() else None,
+        )
+        stats.append((stat, paths))
     return stats
 
+
+C_ESCAPES = {ord(k): v for k, v in zip('abfnrtv\\"', '\a\b\f\n\r\t\v\\"', strict=True)}
+
+
+def _c_unquote(data: bytes) -> bytes | None:
+    """A C-quoted git path (``"a/caf\\303\\251"``) as bytes; None when ``data`` is not exactly one."""
+    if len(data) < 2 or data[:1] != b'"' or data[-1:] != b'"':
+        return None
+    out = bytearray()
+    i, end = 1, len(data) - 1
+    while i < end:
+        c = data[i]
+        if c == ord('"'):
+            return None  # an unescaped quote inside: not one quoted string
+        if c != ord("\\"):
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= end:
+            return None
+        nxt = data[i + 1]
+        if nxt in C_ESCAPES:
+            out += C_ESCAPES[nxt].encode()
+            i += 2
+        elif data[i + 1 : i + 4].isdigit() and len(data[i + 1 : i + 4]) == 3:
+            out.append(int(data[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            return None
+    return bytes(out)
+
+
+def _path(data: bytes) -> bytes:
+    """A path as git prints it after '--- ', 'rename from ' and the like: maybe quoted."""
+    return _c_unquote(data) if data.startswith(b'"') and _c_unquote(data) is not None else data
+
+
+def _header_paths(rest: bytes) -> set[bytes]:
+    """Every reading of ``a/X b/Y`` from a ``diff --git`` line (unquoted paths may hold ' b/')."""
+    found: set[bytes] = set()
+    if rest.startswith(b'"'):
+        for i in range(1, len(rest)):
+            first = _c_unquote(rest[: i + 1]) if rest[i : i + 2] == b'" ' else None
+            if first is not None:
+                found |= {first, _path(rest[i + 2 :])}
+    for i in range(len(rest)):
+        if rest[i : i + 4] == b' "b/' and (second := _c_unquote(rest[i + 1 :])) is not None:
+            found |= {rest[:i], second}
+        if rest[i : i + 4] == b" b/":
+            found |= {rest[:i], rest[i + 1 :]}
+    return {p[2:] if p[:2] in (b"a/", b"b/") else p for p in found}
+
+
+def section_paths(lines: list[bytes]) -> set[str]:
+    """The paths one file section of a diff may be about (every candidate reading, for a safe check)."""
+    head = lines[0]
+    found: set[bytes] = set()
+    if head.startswith(b"diff --git "):
+        found |= _header_paths(head[len(b"diff --git ") :])
+    else:  # diff --cc / --combined: one path
+        found.add(_path(head.split(b" ", 2)[2]))
+    for line in lines[1:]:
+        if line.startswith((b"@@", b"Binary files ")):
+            break  # the hunks: content, never headers
+        for prefix in (b"rename from ", b"rename to ", b"copy from ", b"copy to ", b"--- ", b"+++ "):
+            if line.startswith(prefix):
+                name = line[len(prefix) :]
+                name = name[:-1] if name.endswith(b"\t") else name  # git adds a tab after names with spaces
+                name = _path(name)
+                if prefix in (b"--- ", b"+++ "):
+                    if name == b"/dev/null":
+                        continue
+                    name = name[2:] if name[:2] in (b"a/", b"b/") else name
+                found.add(name)
+    return {os.fsdecode(p) for p in found if p}
+
+
+@dataclass
+class FilteredPatch:
+    text: str
+    withheld: int
+    reasons: list[str]
+
+    def notice(self) -> str | None:
+        if not self.withheld:
+            return None
+        what = "file section" if self.withheld == 1 else "file sections"
+        return f"{self.withheld} {what} withheld: the path {'; '.join(self.reasons)} (deny_paths of [plugins.files])"
+
+
+DIFF_STARTS = (b"diff --git ", b"diff --cc ", b"diff --combined ")
+
+
+def filter_patch(patch: bytes, denial: Callable[[str], str | None]) -> FilteredPatch:
+    """Drop every file section whose paths (any side, any reading) ``denial`` refuses.
+
+    Sections are split on '\\n' only: a hunk line always starts with ' ', '+', '-'
+    or '\\', so no file content can start a section of its own.
+    """
+    kept: list[bytes] = []
+    section: list[bytes] = []
+    withheld = 0
+    reasons: list[str] = []
+
+    def close() -> None:
+        nonlocal withheld
+        if not section:
+            return
+        paths = section_paths(section)
+        found = [r for p in sorted(paths) if (r := denial(p))] if paths else ["could not be read from the diff"]
+        if found:
+            withheld += 1
+            reasons.extend(r for r in found if r not in reasons)
+        else:
+            kept.extend(section)
+
+    for line in patch.split(b"\n"):
+        if line.startswith(DIFF_STARTS):
+            close()
+            section = [line]
+        elif section:
+            section.append(line)
+        else:
+            kept.append(line)
+    close()
+    return FilteredPatch(text=_text(b"\n".join(kept)), withheld=withheld, reasons=reasons)
+
+
+# Diff output this module parses: fixed prefixes and no programs (external diff, textconv).
+DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--no-relative")
 
 LOG_FORMAT = "%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"
 
@@ -221,6 +400,31 @@ def _commits(out: str) -> list[Commit]:
     return commits
 
 
+Override = tuple[str, str]
+
+
+def driver_overrides(config_list: bytes) -> list[Override]:
+    """Blanking settings for every filter, diff and merge driver in ``git config --list --null`` output.
+
+    A key is ``section.subsection.name``: the subsection is everything between the
+    first and the last dot, kept byte for byte (it may hold spaces, dots, '=' or
+    any Unicode), exactly as git matches it against the ``filter=``/``diff=``/
+    ``merge=`` attribute.
+    """
+    overrides: set[Override] = set()
+    for entry in config_list.split(b"\0"):
+        key = os.fsdecode(entry.partition(b"\n")[0])
+        first, last = key.find("."), key.rfind(".")
+        if first <= 0 or last == first:
+            continue  # no subsection: not a driver
+        section, driver = key[:first].lower(), key[first + 1 : last]
+        for name in DRIVER_COMMANDS.get(section, ()):
+            overrides.add((f"{section}.{driver}.{name}", ""))
+        if section == "filter":
+            overrides.add((f"filter.{driver}.required", "false"))  # a blanked required filter must not fail
+    return sorted(overrides)
+
+
 class Git:
     """git in one repository inside the roots, with the safety settings applied."""
 
@@ -229,67 +433,98 @@ class Git:
         self.config: FilesConfig = ctx.config
         self.binary = shutil.which("git")
 
-    def env(self) -> dict[str, str]:
+    def env(self, overrides: Sequence[Override] = ()) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR")
         env = {k: os.environ[k] for k in keep if k in os.environ}
         ceilings = {str(r.parent) for r in self.policy.roots}
-        return env | {
+        settings = [*SAFE_CONFIG, *overrides]
+        env |= {
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_PAGER": "cat",
             "PAGER": "cat",
             "GIT_OPTIONAL_LOCKS": "0",  # status must not write the index
             "GIT_NO_LAZY_FETCH": "1",
             "GIT_CEILING_DIRECTORIES": os.pathsep.join(sorted(ceilings)),
+            "GIT_CONFIG_COUNT": str(len(settings)),
         }
+        for i, (key, value) in enumerate(settings):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+        return env
 
-    async def raw(self, cwd: Path, args: list[str], overrides: list[str] = ()) -> tuple[int, str, str]:
+    async def raw_bytes(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, bytes, str]:
         if self.binary is None:
             raise ToolError("git is not installed on this machine")
-        argv = [self.binary, "--no-pager", "-C", str(cwd)]
-        for setting in (*SAFE_CONFIG, *overrides):
-            argv += ["-c", setting]
         out = await run_process(
-            [*argv, *args],
+            [self.binary, "--no-pager", "-C", str(cwd), *args],
             cwd=cwd,
-            env=self.env(),
+            env=self.env(overrides),
             timeout=self.config.command_timeout,
             max_output=GIT_OUTPUT_CAP,
         )
         if out.timed_out:
             raise ToolError(f"git timed out after {self.config.command_timeout} s")
-        return out.exit_code or 0, _text(out.stdout), _text(out.stderr)
+        return out.exit_code or 0, out.stdout, _text(out.stderr)
 
-    async def repo(self, given: str) -> tuple[Path, list[str]]:
+    async def raw(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, str, str]:
+        code, out, err = await self.raw_bytes(cwd, args, overrides)
+        return code, _text(out), err
+
+    async def repo(self, given: str) -> tuple[Path, list[Override]]:
         """The repository's top folder (inside the roots) and the overrides its config needs."""
         real = self.policy.resolve(given)
         if not real.exists():
             raise ToolError(f"'{given}' does not exist")
         folder = real if real.is_dir() else real.parent
-        code, out, err = await self.raw(folder, ["rev-parse", "--show-toplevel", "--absolute-git-dir"])
+        code, out, err = await self.raw(
+            folder, ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"]
+        )
         if code != 0:
             raise ToolError(f"'{given}' is not inside a git repository within the roots: {err.strip()}")
-        top, git_dir = (Path(p) for p in out.splitlines()[:2])
-        for what, path in (("repository", top), ("git directory", git_dir)):
+        top, git_dir, common_dir = (Path(p) for p in out.splitlines()[:3])
+        for what, path in (("repository", top), ("git directory", git_dir), ("common git directory", common_dir)):
             if self.policy.root_of(Path(os.path.realpath(path))) is None:
                 raise ToolError(f"refused: the {what} of '{given}' ({path}) is outside the allowed roots")
+        self._check_git_dir(given, git_dir, common_dir)
         return top, await self._driver_overrides(top)
 
-    async def _driver_overrides(self, top: Path) -> list[str]:
-        """Blank every filter and diff driver the repo's config defines, so none runs a program."""
-        code, out, _ = await self.raw(
-            top, ["config", "--local", "--includes", "--name-only", "--get-regexp", r"^(filter|diff)\."]
-        )
-        overrides = []
-        for key in out.split() if code == 0 else []:
-            section, _, name = key.partition(".")
-            driver = name.rpartition(".")[0]
-            if section == "filter" and driver:
-                overrides += [f"filter.{driver}.clean=", f"filter.{driver}.smudge=", f"filter.{driver}.process="]
-            elif section == "diff" and driver:
-                overrides += [f"diff.{driver}.textconv=", f"diff.{driver}.command="]
-        return sorted(set(overrides))
+    def _check_git_dir(self, given: str, git_dir: Path, common_dir: Path) -> None:
+        """Objects, refs and config must not come from outside the roots (symlinks, alternates)."""
+        entries: list[Path] = []
+        for folder in {git_dir, common_dir}:
+            entries += [folder / name for name in GIT_DIR_ENTRIES]
+            for shallow in (folder / "objects", folder / "objects" / "pack", folder / "objects" / "info"):
+                if shallow.is_dir() and not shallow.is_symlink():
+                    entries += list(shallow.iterdir())
+            for parent, dirs, files in os.walk(folder / "refs"):  # symlinked dirs are listed, not entered
+                entries += [Path(parent, name) for name in (*dirs, *files)]
+        for entry in entries:
+            if entry.is_symlink() and self.policy.root_of(Path(os.path.realpath(entry))) is None:
+                raise ToolError(f"refused: {entry} of '{given}' leads outside the allowed roots")
+        alternates = common_dir / "objects" / "info" / "alternates"
+        if alternates.is_file():
+            for line in alternates.read_text(errors="replace").splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                target = Path(os.path.realpath(common_dir / "objects" / line.strip('"')))
+                if line.startswith('"') or self.policy.root_of(target) is None:
+                    raise ToolError(f"refused: the object alternates of '{given}' lead outside the allowed roots")
+
+    async def _driver_overrides(self, top: Path) -> list[Override]:
+        """Blank every filter, diff and merge driver of every config scope git reads here.
+
+        No scope option: git then reads exactly what a later command reads (local,
+        config.worktree with extensions.worktreeConfig, included files; system and
+        global are switched off by the environment).
+        """
+        code, out, err = await self.raw_bytes(top, ["config", "--list", "--null", "--includes"])
+        if code != 0:
+            raise ToolError(f"refused: cannot read the git config of {self.policy.display(top) or '.'}: {err.strip()}")
+        return driver_overrides(out)
 
     def rel(self, top: Path, given: str) -> str:
         """A path argument as a repo-relative pathspec, after the path policy (deny_paths included)."""
@@ -299,11 +534,36 @@ class Git:
         rel = real.relative_to(top).as_posix()
         return ":(literal)" + rel if rel != "." else "."
 
-    async def run(self, top: Path, overrides: list[str], args: list[str]) -> str:
+    async def run(self, top: Path, overrides: Sequence[Override], args: list[str]) -> str:
         code, out, err = await self.raw(top, args, overrides)
         if code != 0:
             raise ToolError(f"git {args[0]} failed: {err.strip() or f'exit code {code}'}")
         return out
+
+    async def run_bytes(self, top: Path, overrides: Sequence[Override], args: list[str]) -> bytes:
+        code, out, err = await self.raw_bytes(top, args, overrides)
+        if code != 0:
+            raise ToolError(f"git {args[0]} failed: {err.strip() or f'exit code {code}'}")
+        return out
+
+    def denial(self, top: Path, rel: str) -> str | None:
+        """Why a repo-relative path is hidden (a deny_paths match), or None when it may be shown."""
+        lexical = Path(os.path.normpath(top / rel))
+        if self.policy.root_of(lexical) is None:
+            return "is outside the allowed roots"
+        if reason := self.policy.denied(lexical):
+            return reason
+        real = Path(os.path.realpath(lexical))
+        return self.policy.denied(real) if self.policy.root_of(real) is not None else None
+
+    async def patch(self, top: Path, overrides: Sequence[Override], args: list[str]) -> FilteredPatch:
+        """A diff with every file section that touches a deny-listed path withheld."""
+        return filter_patch(await self.run_bytes(top, overrides, args), lambda rel: self.denial(top, rel))
+
+    async def numstat(self, top: Path, overrides: Sequence[Override], args: list[str]) -> list[FileStat]:
+        """``--numstat -z`` rows (``args`` include those options) without deny-listed paths."""
+        out = await self.run_bytes(top, overrides, args)
+        return [s for s, paths in _numstat_z(out) if not any(self.denial(top, p) for p in paths)]
 
 
 def register(register, ctx: PluginContext) -> None:
@@ -318,7 +578,8 @@ def register(register, ctx: PluginContext) -> None:
         """Branch, upstream, and changed, staged and untracked files (git status)."""
         refuse_options(repo=repo)
         top, ov = await git.repo(repo)
-        out = await git.run(top, ov, ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"])
+        args = ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]
+        out = await git.run(top, ov, args)
         branch = upstream = None
         ahead = behind = 0
         entries: list[StatusEntry] = []
@@ -347,9 +608,12 @@ def register(register, ctx: PluginContext) -> None:
                 entries.append(StatusEntry(path=f[10], index="U", worktree="U"))
             elif rec.startswith("? "):
                 entries.append(StatusEntry(path=rec[2:], index="?", worktree="?"))
+        shown_entries = [
+            e for e in entries if not any(git.denial(top, p) for p in (e.path, e.original_path) if p is not None)
+        ]
         return GitStatus(
             repo=shown(top), branch=branch, upstream=upstream, ahead=ahead, behind=behind,
-            entries=entries, clean=not entries,
+            entries=shown_entries, clean=not entries, hidden=len(entries) - len(shown_entries),
         )  # fmt: skip
 
     async def git_log(
@@ -401,11 +665,14 @@ def register(register, ctx: PluginContext) -> None:
             f"working tree vs {base}" if base else "unstaged changes (working tree vs index)"
         )  # fmt: skip
         tail = ["--end-of-options", *revs, "--", *([git.rel(top, path)] if path else [])]
-        common = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", *what]
-        stats = _numstat(await git.run(top, ov, [*common, "--numstat", *tail]))
-        patch = await git.run(top, ov, [*common, f"--unified={context_lines}", *tail])
-        diff, cut = _cut(patch, config.max_output_bytes)
-        return GitDiff(repo=shown(top), description=description, files=stats, diff=diff, truncated=cut)
+        common = ["diff", *DIFF_OPTIONS, "--ignore-submodules=dirty", *what]
+        stats = await git.numstat(top, ov, [*common, "--numstat", "-z", *tail])
+        patch = await git.patch(top, ov, [*common, f"--unified={context_lines}", *tail])
+        diff, cut = _cut(patch.text, config.max_output_bytes)
+        return GitDiff(
+            repo=shown(top), description=description, files=stats, diff=diff, truncated=cut,
+            withheld=patch.withheld, notice=patch.notice(),
+        )  # fmt: skip
 
     async def git_show(
         revision: RevArg = "HEAD",
@@ -422,13 +689,16 @@ def register(register, ctx: PluginContext) -> None:
         commits = _commits(head + "\x1e")
         if not commits:
             raise ToolError(f"'{revision}' is not a commit")
-        common = ["show", "--format=", "--no-color", "--no-ext-diff", "--no-textconv"]
-        stats = _numstat(await git.run(top, ov, [*common, "--numstat", *tail]))
-        patch = await git.run(top, ov, [*common, "--patch", *tail])
-        diff, cut = _cut(patch, config.max_output_bytes)
+        common = ["show", "--format=", *DIFF_OPTIONS]
+        stats = await git.numstat(top, ov, [*common, "--numstat", "-z", *tail])
+        patch = await git.patch(top, ov, [*common, "--patch", *tail])
+        diff, cut = _cut(patch.text, config.max_output_bytes)
         body = body.strip("\n")
         body = body.split("\n", 1)[1].strip("\n") if "\n" in body else ""  # drop the subject line
-        return GitShow(repo=shown(top), commit=commits[0], body=body, files=stats, diff=diff, truncated=cut)
+        return GitShow(
+            repo=shown(top), commit=commits[0], body=body, files=stats, diff=diff, truncated=cut,
+            withheld=patch.withheld, notice=patch.notice(),
+        )  # fmt: skip
 
     async def git_blame(
         path: Annotated[str, Field(description="The file to blame.")],

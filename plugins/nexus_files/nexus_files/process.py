@@ -5,25 +5,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-# Names that usually hold secrets; their variables never reach a child process.
-SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSW|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH|SESSION|COOKIE|"
-    r"^AWS_|^AZURE_|^GCP_|^GOOGLE_APPLICATION|^DATABASE_URL$|^.*_DSN$|^NEXUS_",
-    re.IGNORECASE,
-)
-# Variables that make a shell or interpreter run code before the command.
-STARTUP_HOOKS = {"BASH_ENV", "ENV", "PROMPT_COMMAND", "PYTHONSTARTUP", "PYTHONINSPECT", "LD_PRELOAD", "LD_AUDIT"}
+# The environment a command gets: these names, LC_*, and what pass_env adds. Anything else
+# (OPENAI_KEY, GITHUB_PAT, MONGODB_URI, ...) stays out, whatever it is called.
+BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ")
+# Variables that make a shell, interpreter or the dynamic linker run code first: never passed.
+STARTUP_HOOKS = {
+    "BASH_ENV", "ENV", "PROMPT_COMMAND", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONPATH", "PERL5OPT", "RUBYOPT",
+    "NODE_OPTIONS", "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "ZDOTDIR", "SHELLOPTS",
+    "BASHOPTS", "IFS", "CDPATH", "GLOBIGNORE",
+}  # fmt: skip
 
 
-def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    source = os.environ if base is None else base
-    return {k: v for k, v in source.items() if not SECRET_NAME.search(k) and k not in STARTUP_HOOKS}
+def child_env(pass_env: Sequence[str] = (), cwd: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """An allowlisted environment: BASE_ENV, LC_*, and the names in ``pass_env`` (startup hooks excepted)."""
+    wanted = set(BASE_ENV) | set(pass_env)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if (k in wanted or k.startswith("LC_")) and k not in STARTUP_HOOKS and not k.startswith("BASH_FUNC_")
+    }
+    if "PATH" in env:  # an empty or relative entry would run programs from the command's folder
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p))
+    if cwd is not None:
+        env["PWD"] = os.fspath(cwd)
+    return env
 
 
 @dataclass
@@ -37,22 +47,54 @@ class ProcessOutput:
     duration: float
 
 
-async def _collect(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
-    """Read everything (so the child never blocks on a full pipe) but keep only ``cap`` bytes."""
-    kept = bytearray()
-    cut = False
-    while chunk := await stream.read(65536):
-        room = cap - len(kept)
-        if room > 0:
-            kept += chunk[:room]
-        if len(chunk) > room:
-            cut = True
-    return bytes(kept), cut
+# After the command itself exits, how long its background jobs may keep writing before they are killed.
+EXIT_GRACE = 0.5
+
+
+class _Sink:
+    """Output of one pipe, capped; what was read survives a cancelled reader."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.data, self.cut = cap, bytearray(), False
+
+    async def collect(self, stream: asyncio.StreamReader) -> None:
+        # Read everything (so the child never blocks on a full pipe) but keep only ``cap`` bytes.
+        while chunk := await stream.read(65536):
+            room = self.cap - len(self.data)
+            if room > 0:
+                self.data += chunk[:room]
+            if len(chunk) > room:
+                self.cut = True
 
 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Wait until the process itself exits (True) or ``timeout`` passes (False).
+
+    Not ``proc.wait()``: on Python 3.11 that also waits for stdout and stderr to
+    close, which a background job of the command can keep open for as long as it runs.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while proc.returncode is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        await asyncio.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+async def _drain(readers: asyncio.Future, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(asyncio.shield(readers), seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 async def run_process(
@@ -64,7 +106,11 @@ async def run_process(
     max_output: int,
     stdin: bytes | None = None,
 ) -> ProcessOutput:
-    """Run ``argv`` in its own process group; on timeout (or cancellation) kill the whole group."""
+    """Run ``argv`` in its own process group; on timeout (or cancellation) kill the whole group.
+
+    The result comes when the process exits: its background jobs get EXIT_GRACE
+    seconds to finish writing, then the group is killed.
+    """
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *argv,
@@ -76,7 +122,8 @@ async def run_process(
         start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    readers = asyncio.gather(_collect(proc.stdout, max_output), _collect(proc.stderr, max_output))
+    out, err = _Sink(max_output), _Sink(max_output)
+    readers = asyncio.gather(out.collect(proc.stdout), err.collect(proc.stderr))
     timed_out = False
     try:
         if stdin is not None and proc.stdin is not None:
@@ -84,31 +131,33 @@ async def run_process(
                 proc.stdin.write(stdin)
                 await proc.stdin.drain()
             proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), timeout)
-        except TimeoutError:
+        if not await _exited(proc, timeout):
             timed_out = True
             _kill_group(proc.pid)
-            await proc.wait()
-        # Grandchildren that left the group could hold the pipes open; do not wait on them forever.
-        try:
-            (out, out_cut), (err, err_cut) = await asyncio.wait_for(asyncio.shield(readers), 2.0)
-        except TimeoutError:
-            readers.cancel()
-            out, out_cut, err, err_cut = b"", True, b"", True
+            await _exited(proc, 5)
+        if not await _drain(readers, EXIT_GRACE):
+            _kill_group(proc.pid)  # background jobs still holding the pipes
+            if not await _drain(readers, 1.0):
+                # Something that left the group holds the pipes: keep what was read, stop reading.
+                readers.cancel()
+                out.cut = err.cut = True
+                with contextlib.suppress(Exception):
+                    proc._transport.close()  # release our ends of the pipes (no public API)
     finally:
         if proc.returncode is None:
             _kill_group(proc.pid)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
+                await _exited(proc, 5)
         # A child still holding a group id of its own, e.g. a background job, is killed too.
         _kill_group(proc.pid)
+        if not readers.done():
+            readers.cancel()
     return ProcessOutput(
         exit_code=None if timed_out else proc.returncode,
-        stdout=out,
-        stderr=err,
-        stdout_truncated=out_cut,
-        stderr_truncated=err_cut,
+        stdout=bytes(out.data),
+        stderr=bytes(err.data),
+        stdout_truncated=out.cut,
+        stderr_truncated=err.cut,
         timed_out=timed_out,
         duration=time.perf_counter() - started,
     )

@@ -10,7 +10,7 @@ from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
 from .fs import SNIFF_BYTES, check_size, looks_binary
-from .git import Git, check_revision
+from .git import DIFF_OPTIONS, Git, check_revision
 
 
 def register_resources(register, ctx: PluginContext) -> None:
@@ -55,8 +55,10 @@ def register_prompts(register, ctx: PluginContext) -> None:
         if base:
             check_revision("base", base)
         top, ov = await git.repo(repo)
-        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", *(["--cached"] if cached else [])]
-        diff = await git.run(top, ov, [*args, "--end-of-options", *([base] if base else []), "--"])
+        args = ["diff", *DIFF_OPTIONS, "--ignore-submodules=dirty", *(["--cached"] if cached else [])]
+        patch = await git.patch(top, ov, [*args, "--end-of-options", *([base] if base else []), "--"])
+        diff = patch.text
+        notice = f"\n\n({patch.notice()}; do not ask for them.)" if patch.withheld else ""
         data = diff.encode("utf-8")
         if len(data) > config.max_output_bytes:
             diff = (
@@ -64,11 +66,11 @@ def register_prompts(register, ctx: PluginContext) -> None:
             )
         what = "staged changes" if cached else f"changes against {base}" if base else "unstaged changes"
         if not diff.strip():
-            return f"There are no {what} in {ctx.paths.display(top) or '.'}. Say so, and suggest git_status."
+            return f"There are no {what} in {ctx.paths.display(top) or '.'}. Say so, and suggest git_status.{notice}"
         return (
             f"Review these {what} as a careful senior engineer. Point out bugs, edge cases, security risks, "
             "missing tests and unclear code, citing file and line. Be specific and brief; skip praise.\n\n"
-            f"```diff\n{diff}\n```"
+            f"```diff\n{diff}\n```{notice}"
         )
 
     def explain_file(path: str) -> str:
