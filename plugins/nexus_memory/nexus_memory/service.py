@@ -134,18 +134,25 @@ class MemoryService:
         if not query.strip():
             raise ToolError("query is empty: describe the problem or name the error")
         where = where_clause(context, memory_type, clean_tags(tags))
-        vector = self.store.embed([query])[0]
-        semantic = self.store.query(vector, max(limit * 2, 10), where)  # exact-term hits are fetched apart
         terms = retrieval.exact_terms(query)
-        lexical = self.store.containing(terms, where, 20 * len(terms))
+        vector = self.store.embed([query])[0]
+        # Without exact terms the ranking is the semantic order itself, so the top `limit` are the answer.
+        n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit
+        semantic = self.store.query(vector, n, where)
         records = {r.id: r for r, _ in semantic}
+        pool = [retrieval.Candidate(r.id, s, retrieval.matched(terms, r.content)) for r, s in semantic]
+        ranked = retrieval.rank(pool, len(terms))
+        # Fewer than n results means the search returned every memory the filters allow: none is outside.
+        if len(semantic) == n and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
+            import numpy as np
 
-        def fetch(ids: list[str]) -> dict[str, tuple[float, str]]:
-            got = self.store.get_with_vectors(ids)
-            records.update((i, record) for i, (record, _) in got.items())
-            return {i: (sum(a * b for a, b in zip(vector, vec, strict=True)), r.content) for i, (r, vec) in got.items()}
-
-        ranked = retrieval.fuse([(r.id, s, r.content) for r, s in semantic], lexical, terms, fetch)[:limit]
+            query_vec = np.asarray(vector, dtype=np.float32)
+            for record, vec in self.store.containing(terms, where, retrieval.PER_TERM * len(terms)):
+                if record.id not in records:
+                    records[record.id] = record
+                    sim = float(np.dot(query_vec, np.asarray(vec, dtype=np.float32)))
+                    pool.append(retrieval.Candidate(record.id, sim, retrieval.matched(terms, record.content)))
+            ranked = retrieval.rank(pool, len(terms))
         results = [
             RecalledMemory(
                 **summary_of(records[c.id]).model_dump(),
@@ -153,7 +160,7 @@ class MemoryService:
                 score=round(c.score(len(terms)), 4),
                 matched_terms=c.matched_terms,
             )
-            for c in ranked
+            for c in ranked[:limit]
         ]
         return RecallResult(query=query, results=results, exact_terms=terms)
 

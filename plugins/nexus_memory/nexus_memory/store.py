@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,26 +264,24 @@ class ChromaStore:
             )
         ]
 
-    def containing(self, terms: list[str], where: dict[str, Any] | None, limit: int) -> list[str]:
-        """Ids of memories whose content contains any of ``terms`` literally (Chroma's full-text index).
+    def containing(
+        self, terms: list[str], where: dict[str, Any] | None, limit: int
+    ) -> list[tuple[Record, Sequence[float]]]:
+        """Memories whose content contains any of ``terms`` literally (Chroma's full-text index), with their vectors.
 
-        One query for all the terms: each round trip to Chroma costs more than the match itself.
+        One round trip for all the terms, records and vectors together: each call to Chroma costs more than the
+        match itself.
         """
         if not terms:
             return []
         clause = {"$contains": terms[0]} if len(terms) == 1 else {"$or": [{"$contains": t} for t in terms]}
-        got = self.memories.get(where=where, where_document=clause, limit=limit, include=[])
-        return list(got["ids"])
-
-    def get_with_vectors(self, ids: list[str]) -> dict[str, tuple[Record, list[float]]]:
-        """Records and their vectors in one round trip."""
-        if not ids:
-            return {}
-        got = self.memories.get(ids=list(dict.fromkeys(ids)), include=["documents", "metadatas", "embeddings"])
-        return {
-            i: (Record.from_chroma(i, d, m), list(map(float, v)))
+        got = self.memories.get(
+            where=where, where_document=clause, limit=limit, include=["documents", "metadatas", "embeddings"]
+        )
+        return [
+            (Record.from_chroma(i, d, m), v)
             for i, d, m, v in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True)
-        }
+        ]
 
     def page(
         self, where: dict[str, Any] | None = None, include: tuple[str, ...] = ("metadatas",)
