@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import shutil
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +151,7 @@ def serve(
         overrides += (f"server.name={json.dumps(name)}",)
     try:
         config = _with_libraries(load(config_path, overrides, verbose), libraries)
-        with stdout_to_stderr():  # plugins' import-time prints must not reach the protocol stream
+        with stdout_to_stderr(), long_lived_startup():  # import-time prints must not reach the protocol
             host = build_host(config)
         _report(host)
         if transport == "stdio":
@@ -183,6 +185,21 @@ def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
         roots.append(folder)
     _merge(data, {"plugins": {"manual": {"roots": roots}}})
     return parse_config(data, source=f"{config.source} with --libraries", base_dir=config.base_dir, path=config.path)
+
+
+@contextmanager
+def long_lived_startup() -> Iterator[None]:
+    """Build without cyclic garbage collection, then exempt what was built from it.
+
+    Building tool schemas allocates ~100k objects that live as long as the server;
+    each full collection over them costs ~100 ms of start-up, and finds nothing.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _report(host: Host) -> None:
