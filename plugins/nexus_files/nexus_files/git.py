@@ -127,14 +127,19 @@ class FileStat(BaseModel):
 WITHHELD = Field(0, description="File sections left out because a path matches deny_paths.")
 
 
-class GitDiff(ToolOutput):
-    repo: str
-    description: str
+class Patch(ToolOutput):
+    """A diff as tools return it: per-file counts, the text, and what was cut or withheld."""
+
     files: list[FileStat]
     diff: str
     truncated: bool
     withheld: int = WITHHELD
     notice: str | None = Field(None, description="Why sections were withheld, when some were.")
+
+
+class GitDiff(Patch):
+    repo: str
+    description: str
 
     def render(self) -> str:
         note = f"\n[{self.notice}]" if self.notice else ""
@@ -144,15 +149,10 @@ class GitDiff(ToolOutput):
         return f"# {self.description}\n{text}{note}"
 
 
-class GitShow(ToolOutput):
+class GitShow(Patch):
     repo: str
     commit: Commit
     body: str
-    files: list[FileStat]
-    diff: str
-    truncated: bool
-    withheld: int = WITHHELD
-    notice: str | None = Field(None, description="Why sections were withheld, when some were.")
 
     def render(self) -> str:
         c = self.commit
