@@ -61,12 +61,7 @@ def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool = False) -> NexusConfig:
     """The effective config: the file, then ``--set`` overrides; logging set up from it."""
-    config = load_config(config_path)
-    if overrides:
-        data = config.model_dump(mode="python", exclude_unset=True)
-        for item in overrides:
-            _merge(data, _override(item))
-        config = parse_config(data, source=f"{config.source} with --set", base_dir=config.base_dir, path=config.path)
+    config = _overlay(load_config(config_path), [_override(item) for item in overrides], "--set")
     level = "DEBUG" if verbose else config.server.log_level
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("nexus").setLevel(level)
@@ -84,6 +79,16 @@ def _override(item: str) -> dict[str, Any]:
         except tomllib.TOMLDecodeError:
             continue
     raise NexusError(f"--set: '{key}' is not a valid TOML key")
+
+
+def _overlay(config: NexusConfig, tables: list[dict[str, Any]], flag: str) -> NexusConfig:
+    """``config`` with command-line tables merged over it, validated again like the file."""
+    if not tables:
+        return config
+    data = config.model_dump(mode="python", exclude_unset=True)
+    for table in tables:
+        _merge(data, table)
+    return parse_config(data, source=f"{config.source} with {flag}", base_dir=config.base_dir, path=config.path)
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
@@ -173,18 +178,17 @@ def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
     pairs = [part.strip() for part in (libraries or "").split(",") if part.strip()]
     if not pairs:
         return config
-    data = config.model_dump(mode="python", exclude_unset=True)
     table = config.table("manual")
     roots = [str(r) for r in table.roots or config.server.roots or []]
+    found: dict[str, str] = {}
     for item in pairs:
         name, sep, path = item.partition(":")
         if not sep or not name.strip() or not path.strip():
             raise NexusError(f"--libraries expects NAME:PATH pairs separated by commas, got '{item}'")
         folder = str(Path(path.strip()).expanduser().absolute())  # typed in a shell: relative to its cwd
-        _merge(data, {"plugins": {"manual": {"libraries": {name.strip(): folder}}}})
+        found[name.strip()] = folder
         roots.append(folder)
-    _merge(data, {"plugins": {"manual": {"roots": roots}}})
-    return parse_config(data, source=f"{config.source} with --libraries", base_dir=config.base_dir, path=config.path)
+    return _overlay(config, [{"plugins": {"manual": {"libraries": found, "roots": roots}}}], "--libraries")
 
 
 @contextmanager

@@ -84,6 +84,10 @@ class PluginTable(BaseModel):
     deny_paths: list[str] = Field(default_factory=list)
     data_dir: Path | None = None
 
+    def public_name(self, name: str) -> str:
+        """A tool's or prompt's name as clients see it: with ``prefix_`` when the table sets one."""
+        return f"{self.prefix}_{name}" if self.prefix else name
+
     @property
     def plugin_keys(self) -> dict[str, Any]:
         return dict(self.model_extra or {})

@@ -248,10 +248,10 @@ class Host:
         owners: dict[str, str] = {}
         sdk_tools: list[Tool] = []
         for plugin, regs in collected.items():
-            state, prefix = self.plugins[plugin], self.config.table(plugin).prefix
+            state, table = self.plugins[plugin], self.config.table(plugin)
             assert state.grants is not None
             try:
-                entries = [_entry(spec, prefix, state.grants) for spec in regs.tools]
+                entries = [_entry(spec, table.public_name(spec.name), state.grants) for spec in regs.tools]
             except Exception as exc:  # e.g. a parameter type pydantic cannot describe
                 self._plugin_failed(state, f"cannot register its tools: {exc}")
                 continue
@@ -289,9 +289,9 @@ class Host:
                 self.server.resource(spec.uri, **spec.options)(spec.fn)
 
     def _register_prompts(self, state: PluginState, specs: list[PromptSpec], owners: dict[str, str]) -> None:
-        prefix = self.config.table(state.name).prefix
+        table = self.config.table(state.name)
         for spec in specs:
-            name = f"{prefix}_{spec.name}" if prefix else spec.name
+            name = table.public_name(spec.name)
             if state.error is None and self._granted_to(state, spec.category):
                 _claim(owners, f"prompt '{name}'", state.name, prefix_hint=True)
                 self.server.prompt(name=name, **spec.options)(spec.fn)
@@ -302,10 +302,10 @@ class Host:
 
     def _warn_unknown_tool_names(self, state: PluginState, names: set[str]) -> None:
         table = self.config.table(state.name)
-        prefix = f"{table.prefix}_" if table.prefix else ""
+        known = names | {table.public_name(n) for n in names}
         for key, listed in (("allow_tools", table.allow_tools), ("deny_tools", table.deny_tools)):
             for tool in listed:
-                if tool not in names and tool.removeprefix(prefix) not in names:
+                if tool not in known:
                     log.warning("%s: plugins.%s.%s: plugin has no tool '%s'", self.config.source, state.name, key, tool)
 
     # -- serving ------------------------------------------------------------------
@@ -365,8 +365,7 @@ def _claim(owners: dict[str, str], what: str, plugin: str, *, prefix_hint: bool 
     raise NexusError(f"{what} is registered by both plugin '{other}' and plugin '{plugin}'{hint}")
 
 
-def _entry(spec: ToolSpec, prefix: str | None, grants: Grants) -> ToolEntry:
-    name = f"{prefix}_{spec.name}" if prefix else spec.name
+def _entry(spec: ToolSpec, name: str, grants: Grants) -> ToolEntry:
     refusal = grants.refusal({spec.name, name}, spec.category)
     return ToolEntry(name, spec, refusal, None if refusal else _sdk_tool(name, spec))
 
