@@ -14,12 +14,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from nexus_core.atomic import atomic_write
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
 from nexus_core.hookspecs import hookimpl
+from nexus_core.live import LivePrompt, LiveResource, LiveTool
 from nexus_core.permissions import Category, PathPolicy
 from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
 
 __all__ = [
     "Category",
     "ConfigError",
+    "LivePrompt",
+    "LiveResource",
+    "LiveTool",
     "NexusError",
     "PathPolicy",
     "PermissionDenied",

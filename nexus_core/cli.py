@@ -223,8 +223,9 @@ def _build(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -
 @cli.command()
 @config_options
 def plugins(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -> None:
-    """List plugins: version, status, and categories granted out of those available."""
+    """List plugins: version, status, categories granted out of those available, and what they report at run time."""
     host = _build(config_path, overrides, verbose)
+    report = anyio.run(_status, host)
     rows = [("PLUGIN", "VERSION", "STATUS", "GRANTED", "AVAILABLE", "SOURCE")]
     for state in sorted(host.plugins.values(), key=lambda s: s.name):
         granted = sorted(state.grants.categories) if state.grants else []
@@ -239,6 +240,16 @@ def plugins(config_path: str | None, overrides: tuple[str, ...], verbose: bool) 
             )
         )
     _table(rows)
+    for plugin, lines in sorted(report.items()):
+        if lines:
+            click.echo(f"\n{plugin}:")
+            for line in lines:
+                click.echo(f"  {line}")
+
+
+async def _status(host: Host) -> dict[str, list[str]]:
+    async with host.running():
+        return await host.status()
 
 
 @cli.command()

@@ -125,3 +125,17 @@ def nexus_shutdown(ctx: PluginContext) -> Awaitable[None] | None:
 
     :param ctx: the plugin's context.
     """
+
+
+@hookspec
+def nexus_status(ctx: PluginContext) -> Awaitable[list[str]] | list[str] | None:
+    """Describe the plugin's run-time state in a few lines, for ``nexus plugins``.
+
+    Called while the plugin runs (after ``nexus_startup``); may be ``async``
+    and may wait briefly for what startup began, such as a connection, to
+    settle. The bridge reports each upstream server: connected, connecting,
+    down (and why) or given up.
+
+    :param ctx: the plugin's context.
+    :returns: one line per thing worth knowing; nothing when all is plain.
+    """

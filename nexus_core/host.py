@@ -5,22 +5,31 @@ stopping the others: configure every plugin (categories, config model,
 grants, path policy), collect what it registers, check names across
 plugins, then register what the grants allow on the SDK's ``MCPServer``.
 Every tool call then passes ``NexusServer.call_tool``: permission check,
-argument validation and the call (in the SDK), then one audit record.
+argument validation and the call (in the SDK), then one audit record. Tools,
+resources and prompts that plugins publish while serving (``live.py``) are
+merged into the same lists and pass the same gate.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import importlib_metadata
+import mcp_types as types
+from anyio.abc import TaskGroup
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
@@ -29,6 +38,7 @@ from pydantic import ValidationError
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+from nexus_core.live import Kind, LiveCatalog, LivePrompt, LiveResource, LiveTool, Published
 from nexus_core.permissions import Category, Grants, PathPolicy
 from nexus_core.plugins import NexusPluginManager, PluginRecord, discover, get_plugin_manager
 from nexus_core.registry import (
@@ -110,18 +120,29 @@ class NexusServer(MCPServer[Any]):
         self.host = host
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        entry = self.host.tools.get(name)
-        if entry is None:
-            return await super().call_tool(name, arguments, context)  # the SDK's "Unknown tool"
+        native = self.host.tools.get(name)
+        if native is not None:
+            call = functools.partial(MCPServer.call_tool, self, name, arguments, context)
+            return await self._gated(native.plugin, name, native.refusal, arguments, call)
+        live = await self._live("tool", name)
+        if live is not None:
+            call = functools.partial(live.item.call, arguments)  # type: ignore[union-attr]
+            return await self._gated(live.plugin, name, live.refusal, arguments, call)
+        return await super().call_tool(name, arguments, context)  # the SDK's "Unknown tool"
+
+    async def _gated(
+        self, plugin: str, name: str, refusal: str | None, arguments: dict[str, Any], call: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """Refuse, or call; either way, one audit record."""
         started = time.perf_counter()
         outcome, error = "ok", None
         try:
-            if entry.refusal:
+            if refusal:
                 outcome = "denied"
-                raise PermissionDenied(entry.refusal)
-            if reason := self.host.unavailable(entry.plugin):
+                raise PermissionDenied(refusal)
+            if reason := self.host.unavailable(plugin):
                 raise ToolError(reason)
-            result = await super().call_tool(name, arguments, context)
+            result = await call()
             if getattr(result, "is_error", False):
                 outcome, error = "error", _result_text(result)
             return result
@@ -130,7 +151,7 @@ class NexusServer(MCPServer[Any]):
             raise
         finally:
             self.host.audit.record(
-                plugin=entry.plugin,
+                plugin=plugin,
                 tool=name,
                 outcome=outcome,
                 duration_ms=(time.perf_counter() - started) * 1000,
@@ -138,7 +159,57 @@ class NexusServer(MCPServer[Any]):
                 error=error,
             )
 
+    async def _live(self, kind: Kind, name: str) -> Published | None:
+        """The live entry of that name, once what plugins are about to publish has arrived."""
+        entry = self.host.live.entries[kind].get(name)
+        if entry is None:
+            await self.host.settle()
+            entry = self.host.live.entries[kind].get(name)
+        return entry
+
+    async def list_tools(self) -> list[types.Tool]:
+        await self.host.settle()
+        return await super().list_tools() + self.host.live.listed("tool")
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        schema = super()._tool_input_schema(name)
+        live = self.host.live.entries["tool"].get(name)
+        return live.definition.input_schema if schema is None and live else schema  # type: ignore[union-attr]
+
+    async def list_resources(self) -> list[types.Resource]:
+        await self.host.settle()
+        return await super().list_resources() + self.host.live.listed("resource", templates=False)
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        await self.host.settle()
+        return await super().list_resource_templates() + self.host.live.listed("resource", templates=True)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """A live resource at exactly ``uri``, else a native one, else a live template that matches."""
+        live = self.host.live.resource_for(str(uri))
+        if live is None:
+            try:
+                return await super().read_resource(uri, context)
+            except ResourceNotFoundError:
+                await self.host.settle()
+                live = self.host.live.resource_for(str(uri)) or self.host.live.template_for(str(uri))
+                if live is None:
+                    raise
+        if reason := self.host.unavailable(live.plugin):
+            raise ResourceError(reason)
+        result = await live.item.read(str(uri))  # type: ignore[union-attr]
+        return [_contents(c) for c in result.contents]
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        await self.host.settle()
+        return await super().list_prompts() + self.host.live.listed("prompt")
+
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        live = None if self.host.serves_natively("prompt", name) else await self._live("prompt", name)
+        if live is not None:
+            if reason := self.host.unavailable(live.plugin):
+                raise MCPError(code=INVALID_PARAMS, message=reason)
+            return await live.item.get(arguments)  # type: ignore[union-attr]
         try:
             return await super().get_prompt(name, arguments, context)
         except ValueError as exc:
@@ -156,6 +227,10 @@ class Host:
         self.pm = pm
         self.plugins = {r.name: PluginState(r) for r in records}
         self.tools: dict[str, ToolEntry] = {}
+        self._owners: dict[str, str] = {}  # "tool 'name'" -> plugin, across all plugins
+        self.live = LiveCatalog(self._owners)
+        self._background: TaskGroup | None = None
+        self._pending: list[tuple[anyio.Event, float]] = []  # (what plugins are about to publish, deadline)
         self.audit = AuditLog(
             config.resolve_path(config.server.data_dir) / "audit.jsonl" if config.server.audit.enabled else None,
             include_arguments=config.server.audit.include_arguments,
@@ -217,7 +292,7 @@ class Host:
         )
         paths = PathPolicy(self.config.roots_for(name), self.config.deny_paths_for(name), self.config.protected_paths())
         state.ctx = PluginContext(
-            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}")
+            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}"), runtime=self
         )
 
     def _granted(self, state: PluginState, table: PluginTable) -> frozenset[str]:
@@ -245,7 +320,7 @@ class Host:
         return Registrations(tools.specs, resources.specs, prompts.specs)
 
     def _register(self, collected: dict[str, Registrations]) -> None:
-        owners: dict[str, str] = {}
+        owners = self._owners
         sdk_tools: list[Tool] = []
         for plugin, regs in collected.items():
             state, table = self.plugins[plugin], self.config.table(plugin)
@@ -272,7 +347,7 @@ class Host:
                 self._plugin_failed(state, f"cannot register its resources or prompts: {exc}")
 
     def _new_server(self, tools: list[Tool]) -> NexusServer:
-        return NexusServer(
+        server = NexusServer(
             self,
             name=self.config.server.name,
             version=core_version(),
@@ -280,7 +355,15 @@ class Host:
             log_level=self.config.server.log_level,
             lifespan=lambda _server: self.running(),
             tools=tools,
+            subscriptions=self.live.events,
+            middleware=[self.live.track_connections],
         )
+        # Live entries come and go while serving: tell handshake-era clients the lists may change.
+        lowlevel = server._lowlevel_server
+        lowlevel.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+            lowlevel.create_initialization_options, NotificationOptions(True, True, True)
+        )
+        return server
 
     def _register_resources(self, state: PluginState, specs: list[ResourceSpec], owners: dict[str, str]) -> None:
         for spec in specs:
@@ -317,7 +400,21 @@ class Host:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Host]:
-        """Start every plugin, serve, then stop them in reverse order."""
+        """Start every plugin, serve (with the plugins' background tasks), then stop them in reverse order."""
+        try:
+            async with anyio.create_task_group() as background:
+                self._background = background
+                await self._start_plugins()
+                try:
+                    yield self
+                finally:
+                    self._background = None
+                    background.cancel_scope.cancel()
+        finally:
+            await self._stop_plugins()
+            self.audit.close()
+
+    async def _start_plugins(self) -> None:
         for state in self.active():
             try:
                 await _maybe_await(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))
@@ -325,16 +422,92 @@ class Host:
             except Exception as exc:
                 log.debug("startup of %s raised", state.name, exc_info=True)
                 state.fail(f"startup failed: {type(exc).__name__}: {exc}")
-        try:
-            yield self
-        finally:
-            for name in reversed(list(self._started)):
-                try:
-                    await _maybe_await(self.pm.call_one(name, "nexus_shutdown", ctx=self.plugins[name].ctx))
-                except Exception:
-                    log.exception("shutdown of plugin '%s' failed", name)
-            self._started.clear()
-            self.audit.close()
+
+    async def _stop_plugins(self) -> None:
+        for name in reversed(list(self._started)):
+            try:
+                await _maybe_await(self.pm.call_one(name, "nexus_shutdown", ctx=self.plugins[name].ctx))
+            except Exception:
+                log.exception("shutdown of plugin '%s' failed", name)
+        self._started.clear()
+
+    async def status(self) -> dict[str, list[str]]:
+        """Each running plugin's own account of its state (``nexus_status``), e.g. its connections."""
+        report = {}
+        for state in self.active():
+            try:
+                lines = _first(await _awaited(self.pm.call_one(state.name, "nexus_status", ctx=state.ctx)))
+            except Exception as exc:
+                lines = [f"status failed: {type(exc).__name__}: {exc}"]
+            report[state.name] = list(lines or [])
+        return report
+
+    # -- the runtime plugins see through their context -----------------------------
+
+    def start_background(self, plugin: str, fn: Callable[[], Awaitable[None]], name: str) -> None:
+        if self._background is None:
+            raise PluginError(plugin, f"cannot start '{name}': the server is not running")
+
+        async def run() -> None:
+            try:
+                await fn()
+            except Exception:
+                log.exception("background task '%s' of plugin '%s' failed", name, plugin)
+
+        self._background.start_soon(run, name=f"{plugin}:{name}")
+
+    def serves_natively(self, kind: Kind, name: str) -> bool:
+        return f"{kind} '{name}'" in self._owners
+
+    def delay_listing(self, plugin: str, event: anyio.Event, at_most: float) -> None:
+        self._pending.append((event, anyio.current_time() + at_most))
+
+    async def settle(self) -> None:
+        """Wait for what plugins are about to publish (``delay_listing``), each up to its deadline."""
+        if not self._pending:
+            return
+        for event, deadline in list(self._pending):
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                await event.wait()
+        now = anyio.current_time()
+        self._pending = [(e, d) for e, d in self._pending if not e.is_set() and d > now]
+
+    async def publish(
+        self,
+        plugin: str,
+        group: str,
+        tools: Sequence[LiveTool],
+        resources: Sequence[LiveResource],
+        prompts: Sequence[LivePrompt],
+    ) -> list[str]:
+        state, table = self.plugins[plugin], self.config.table(plugin)
+        published = [self._published_tool(state, group, tool) for tool in tools]
+        for resource in resources:
+            if self._granted_to(state, resource.category):
+                key = getattr(resource.definition, "uri_template", None) or str(resource.definition.uri)  # type: ignore[union-attr]
+                published.append(Published(plugin, group, "resource", key, resource.definition, resource))
+        for prompt in prompts:
+            if self._granted_to(state, prompt.category):
+                name = table.public_name(prompt.definition.name)
+                definition = prompt.definition.model_copy(update={"name": name})
+                published.append(Published(plugin, group, "prompt", name, definition, prompt))
+        problems, changed = self.live.replace(plugin, group, published)
+        for problem in problems:
+            log.error("plugin '%s' (%s): %s", plugin, group, problem)
+        await self.live.notify(changed)
+        return problems
+
+    def _published_tool(self, state: PluginState, group: str, tool: LiveTool) -> Published:
+        own = tool.definition.name
+        name = self.config.table(state.name).public_name(own)
+        assert state.grants is not None
+        if tool.category not in state.categories:
+            refusal = f"tool '{name}' has undeclared category '{tool.category}'"
+        else:
+            refusal = tool.refusal or state.grants.refusal({own, name}, tool.category)
+        meta = {**(tool.definition.meta or {}), "nexus/plugin": state.name, "nexus/category": tool.category}
+        definition = tool.definition.model_copy(update={"name": name, "meta": meta})
+        return Published(state.name, group, "tool", name, definition, tool, refusal)
 
 
 def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Host:
@@ -386,9 +559,18 @@ def _first(results: list[Any]) -> Any:
 
 
 async def _maybe_await(results: list[Any]) -> None:
-    for result in results:
-        if inspect.isawaitable(result):
-            await result
+    await _awaited(results)
+
+
+async def _awaited(results: Iterable[Any]) -> list[Any]:
+    return [await r if inspect.isawaitable(r) else r for r in results]
+
+
+def _contents(contents: types.TextResourceContents | types.BlobResourceContents) -> ReadResourceContents:
+    """One item of another server's resource, as the SDK's read_resource returns it."""
+    if isinstance(contents, types.BlobResourceContents):
+        return ReadResourceContents(base64.b64decode(contents.blob), contents.mime_type, contents.meta)
+    return ReadResourceContents(contents.text, contents.mime_type, contents.meta)
 
 
 def _anticipated(exc: BaseException) -> str | None:

@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 from pydantic import BaseModel, ConfigDict
 
 from nexus_core.errors import PluginError
 from nexus_core.permissions import PathPolicy
+
+if TYPE_CHECKING:
+    from nexus_core.live import LivePrompt, LiveResource, LiveTool
+
+
+class Runtime(Protocol):
+    """What the host does for a plugin while serving (see ``PluginContext.publish``)."""
+
+    async def publish(
+        self,
+        plugin: str,
+        group: str,
+        tools: Sequence[LiveTool],
+        resources: Sequence[LiveResource],
+        prompts: Sequence[LivePrompt],
+    ) -> list[str]: ...
+
+    def start_background(self, plugin: str, fn: Callable[[], Awaitable[None]], name: str) -> None: ...
+
+    def delay_listing(self, plugin: str, event: anyio.Event, at_most: float) -> None: ...
 
 
 class PluginConfig(BaseModel):
@@ -30,6 +51,9 @@ class PluginContext:
     first use) is where it keeps its files; ``log`` writes to stderr; ``state``
     holds what the plugin opens at run time (a database handle, an index) so
     its hooks can share it.
+
+    While serving, a plugin may also run background tasks and publish tools,
+    resources and prompts it learns only then (``publish``).
     """
 
     name: str
@@ -38,11 +62,49 @@ class PluginContext:
     data_dir_path: Path
     log: logging.Logger
     state: dict[str, Any] = field(default_factory=dict)
+    runtime: Runtime | None = field(default=None, repr=False)
 
     @cached_property
     def data_dir(self) -> Path:
         self.data_dir_path.mkdir(parents=True, exist_ok=True)
         return self.data_dir_path
+
+    async def publish(
+        self,
+        group: str,
+        *,
+        tools: Sequence[LiveTool] = (),
+        resources: Sequence[LiveResource] = (),
+        prompts: Sequence[LivePrompt] = (),
+    ) -> list[str]:
+        """Serve these as the plugin's ``group`` from now on, replacing what the group served (nothing: withdraw it).
+
+        The host applies the plugin's grants and prefix, as for its registered
+        tools, and sends clients ``list_changed`` notifications. Returns the
+        problems: items not served because another plugin already serves the name.
+        """
+        return await self._runtime().publish(self.name, group, tools, resources, prompts)
+
+    def start_background(self, fn: Callable[[], Awaitable[None]], *, name: str) -> None:
+        """Run ``fn()`` while the server serves (from ``nexus_startup`` on); it is cancelled at shutdown.
+
+        An exception it raises is logged, and the server goes on.
+        """
+        self._runtime().start_background(self.name, fn, name)
+
+    def delay_listing(self, event: anyio.Event, *, at_most: float) -> None:
+        """Until ``event`` is set (for at most ``at_most`` seconds), requests that list or look up
+        tools, resources and prompts wait: what the plugin is about to publish then makes the first answer.
+
+        ``initialize`` never waits. The bridge uses it so a client that lists tools (or calls one)
+        right after starting the server finds the tools of upstream servers that connect quickly.
+        """
+        self._runtime().delay_listing(self.name, event, at_most)
+
+    def _runtime(self) -> Runtime:
+        if self.runtime is None:
+            raise PluginError(self.name, "publish and start_background need a running server (use nexus_startup)")
+        return self.runtime
 
 
 @dataclass(frozen=True)
