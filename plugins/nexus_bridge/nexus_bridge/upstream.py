@@ -1,0 +1,459 @@
+"""One upstream MCP server: its connection, kept alive in the background, and the calls Nexus forwards to it.
+
+``Upstream.run`` connects with the official client, publishes the server's
+tools, resources and prompts through ``ctx.publish``, then watches the
+connection: the server's own list_changed notifications republish, a lost
+connection reconnects with exponential backoff, and after ``retries`` failed
+attempts in a row it gives up. Calls while it is down fail at once with the
+reason, instead of waiting on a dead pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import functools
+import json
+import math
+import os
+import shlex
+import shutil
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from nexus_bridge.config import ServerTable, prefix_of
+from nexus_core import PluginContext, ToolError
+from nexus_core.config import EnvRef
+from nexus_core.live import LivePrompt, LiveResource, LiveTool
+
+MAX_BACKOFF = 60.0
+PROTOCOL_META = "io.modelcontextprotocol/"
+ResultT = TypeVar("ResultT", bound=types.Result)
+STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
+CLIENT_INFO = types.Implementation(name="nexus-bridge", version="0.1.0")
+
+
+class Upstream:
+    def __init__(self, name: str, table: ServerTable, ctx: PluginContext) -> None:
+        self.name, self.table, self.ctx = name, table, ctx
+        self.prefix = prefix_of(name, table)
+        self.state = "connecting"  # connecting | connected | down | gave up
+        self.reason = ""  # why it is down
+        self.failures = 0  # failed attempts in a row
+        self.retry_at: float | None = None
+        self._since = 0.0  # when the current connection was made
+        self.counts: dict[str, int] = {}
+        self.refused = 0  # tools the allow/deny patterns exclude
+        self.problems: list[str] = []
+        self.settled = anyio.Event()  # set once the first attempt has ended, either way
+        self._client: Client | None = None
+        self._signals: anyio.abc.ObjectSendStream[str] | None = None
+        self._read_only: set[str] = set()  # upstream tools whose results may be cached
+        self._cache = ResultCache(table.cache_ttl)
+
+    # -- the background task --------------------------------------------------------
+
+    async def run(self) -> None:
+        delay = self.table.backoff
+        while True:
+            try:
+                await self._connect_and_watch()
+            except Exception as exc:
+                self.reason = describe(exc)
+            finally:
+                was_connected = self.state == "connected"
+                self._client, self._signals = None, None
+                self._cache.clear()
+            if was_connected and time.monotonic() - self._since >= STABLE:
+                self.failures, delay = 0, self.table.backoff  # it had worked: a fresh run of retries
+            self.failures += 1
+            if self.failures > self.table.retries:
+                await self._give_up()
+                return
+            if was_connected and self.failures == 1:  # lost after working: reconnect at once
+                self.ctx.log.warning("upstream '%s': %s; reconnecting", self.name, self.reason)
+                self.state = "connecting"
+                continue
+            self.state, self.retry_at = "down", time.monotonic() + delay
+            self.settled.set()
+            self.ctx.log.warning(
+                "upstream '%s' is down (%s); retry %d of %d in %.1f s",
+                self.name,
+                self.reason,
+                self.failures,
+                self.table.retries,
+                delay,
+            )
+            await anyio.sleep(delay)
+            delay = min(delay * 2, MAX_BACKOFF)
+            self.state, self.retry_at = "connecting", None
+
+    async def _connect_and_watch(self) -> None:
+        send, receive = anyio.create_memory_object_stream[str](16)
+        client = Client(
+            self._transport(lambda: _notify(send, "lost")),
+            read_timeout_seconds=self.table.timeout,
+            message_handler=functools.partial(_on_message, send),
+            client_info=CLIENT_INFO,
+            cache=None,
+        )
+        # One scope for the whole connection (anyio scopes must close in order); its deadline
+        # covers connecting only.
+        with anyio.CancelScope(deadline=anyio.current_time() + self.table.connect_timeout) as scope:
+            async with client, receive:
+                await self._publish(client)
+                scope.deadline = math.inf
+                self._client, self._signals = client, send
+                self.state, self.reason, self._since = "connected", "", time.monotonic()
+                self.ctx.log.info("upstream '%s' connected: %s", self.name, self._summary())
+                self.settled.set()
+                await self._watch(client, receive)
+                self.reason = "the connection was lost"
+        if scope.cancelled_caught:
+            raise TimeoutError(f"no answer within connect_timeout = {self.table.connect_timeout:g} s")
+
+    async def _watch(self, client: Client, signals: anyio.abc.ObjectReceiveStream[str]) -> None:
+        async with anyio.create_task_group() as helpers:
+            if self.table.ping_interval:
+                helpers.start_soon(self._ping, client)
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS and _announces_changes(client.server_capabilities):
+                helpers.start_soon(self._listen, client)
+            async for signal in signals:
+                if signal == "lost":
+                    break
+                await self._publish(client)  # the server said its lists changed
+            helpers.cancel_scope.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        """Change events on a 2026-07-28 connection come on a subscriptions/listen stream, not as notifications."""
+        try:
+            filters = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
+            async with client.listen(**filters) as events:
+                async for _event in events:
+                    self.lost_or_changed("changed")
+        except Exception as exc:
+            self.ctx.log.info("upstream '%s': no change events (%s)", self.name, describe(exc))
+
+    async def _ping(self, client: Client) -> None:
+        """Every ping_interval, make sure the server still answers; any answer, even an error, will do."""
+        while True:
+            await anyio.sleep(self.table.ping_interval)
+            try:
+                with anyio.fail_after(self.table.timeout):
+                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:  # ping is gone at 2026-07-28
+                        await client.session.send_discover(client.protocol_version)
+                    else:
+                        await client.send_ping()
+            except MCPError as exc:
+                if exc.error.code != CONNECTION_CLOSED:
+                    continue
+                self._ping_failed(exc)
+                return
+            except Exception as exc:
+                self._ping_failed(exc)
+                return
+
+    def _ping_failed(self, exc: Exception) -> None:
+        self.ctx.log.warning("upstream '%s' did not answer a ping: %s", self.name, describe(exc))
+        self.lost()
+
+    async def _give_up(self) -> None:
+        self.state, self.retry_at = "gave up", None
+        self.ctx.log.error(
+            "upstream '%s': giving up after %d failed attempts: %s", self.name, self.failures, self.reason
+        )
+        self.counts = {}
+        await self.ctx.publish(self.name)  # withdraw: its tools can no longer work
+        self.settled.set()
+
+    def lost(self) -> None:
+        self.lost_or_changed("lost")
+
+    def lost_or_changed(self, signal: str) -> None:
+        if self._signals is not None:
+            _notify(self._signals, signal)
+
+    # -- connecting -------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _transport(self, on_end: Any) -> AsyncIterator[Any]:
+        """The client transport for the server's type; its read stream reports when it ends."""
+        table = self.table
+        async with contextlib.AsyncExitStack() as stack:
+            if table.type in ("stdio", "npm"):
+                streams = await stack.enter_async_context(stdio_client(self._process()))
+            elif table.type == "http":
+                http = await stack.enter_async_context(create_mcp_http_client(headers=self._headers()))
+                streams = await stack.enter_async_context(streamable_http_client(table.url or "", http_client=http))
+            else:
+                streams = await stack.enter_async_context(
+                    sse_client(table.url or "", headers=self._headers(), timeout=table.connect_timeout)
+                )
+            read, write = streams[0], streams[1]
+            yield _Watched(read, on_end), write
+
+    def _process(self) -> StdioServerParameters:
+        table = self.table
+        if table.type == "npm":
+            npx = shutil.which("npx")
+            if npx is None:
+                raise FileNotFoundError("npx is not on PATH: install Node.js to run npm package servers")
+            command, args = npx, ["-y", table.package or "", *table.args]
+        else:
+            command, args = table.command or "", table.args
+        cwd = table.cwd.expanduser() if table.cwd else None
+        if cwd is None or not cwd.is_absolute():
+            cwd = self.ctx.paths.roots[0] / (cwd or "")
+        env = {"PATH": os.environ.get("PATH", os.defpath)} | {k: _resolve(k, v) for k, v in table.env.items()}
+        return StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
+
+    def _headers(self) -> dict[str, str]:
+        return {name: _resolve(name, value) for name, value in self.table.headers.items()}
+
+    # -- publishing ---------------------------------------------------------------------
+
+    async def _publish(self, client: Client) -> None:
+        capabilities = client.server_capabilities
+        tools = await _all_pages(client.list_tools, "tools") if capabilities.tools else []
+        resources, templates, prompts = [], [], []
+        if capabilities.resources:
+            resources = await _all_pages(client.list_resources, "resources")
+            templates = await _all_pages(client.list_resource_templates, "resource_templates")
+        if capabilities.prompts:
+            prompts = await _all_pages(client.list_prompts, "prompts")
+        self._read_only = {t.name for t in tools if _cacheable(t)}
+        self._cache.clear()
+        self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
+        self.refused = sum(1 for tool in tools if self.refusal(tool.name))
+        self.problems = await self.ctx.publish(
+            self.name,
+            tools=[self._live_tool(tool) for tool in tools],
+            resources=[LiveResource(r, self.read_resource, "read") for r in [*resources, *templates]],
+            prompts=[self._live_prompt(prompt) for prompt in prompts],
+        )
+
+    def _public(self, name: str) -> str:
+        return f"{self.prefix}_{name}" if self.prefix else name
+
+    def _live_tool(self, tool: types.Tool) -> LiveTool:
+        read_only = bool(tool.annotations and tool.annotations.read_only_hint)
+        return LiveTool(
+            tool.model_copy(update={"name": self._public(tool.name)}),
+            functools.partial(self.call_tool, tool.name),
+            "read" if read_only else "write",
+            self.refusal(tool.name),
+        )
+
+    def _live_prompt(self, prompt: types.Prompt) -> LivePrompt:
+        definition = prompt.model_copy(update={"name": self._public(prompt.name)})
+        return LivePrompt(definition, functools.partial(self.get_prompt, prompt.name))
+
+    def refusal(self, tool: str) -> str | None:
+        """Why the server's ``allow``/``deny`` patterns exclude one of its tools, or None."""
+        where = f"[plugins.bridge.servers.{self.name}]"
+        if self.table.allow and not any(fnmatch.fnmatchcase(tool, p) for p in self.table.allow):
+            return f"permission denied: tool '{self._public(tool)}' matches no allow pattern of {where}"
+        if pattern := next((p for p in self.table.deny if fnmatch.fnmatchcase(tool, p)), None):
+            return f"permission denied: tool '{self._public(tool)}' matches deny pattern '{pattern}' of {where}"
+        return None
+
+    # -- forwarding -----------------------------------------------------------------------
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        client = self._connected(ToolError)
+        key = (tool, json.dumps(arguments, sort_keys=True, default=str)) if tool in self._read_only else None
+        if key and (cached := self._cache.get(key)):
+            return cached
+        try:
+            result = await client.call_tool(tool, arguments)
+        except Exception as exc:
+            raise ToolError(self._failed(exc, f"tool '{tool}'")) from None
+        result = _own_meta(result)
+        if key and not result.is_error:
+            self._cache.put(key, result)
+        return result
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        client = self._connected(_internal_error)
+        try:
+            return _own_meta(await client.read_resource(uri))
+        except MCPError as exc:
+            if exc.error.code != CONNECTION_CLOSED:
+                raise  # the server's own answer, e.g. "not found"
+            raise _internal_error(self._failed(exc, f"resource '{uri}'")) from None
+        except Exception as exc:
+            raise _internal_error(self._failed(exc, f"resource '{uri}'")) from None
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        client = self._connected(_internal_error)
+        try:
+            return _own_meta(await client.get_prompt(prompt, arguments))
+        except MCPError as exc:
+            if exc.error.code != CONNECTION_CLOSED:
+                raise
+            raise _internal_error(self._failed(exc, f"prompt '{prompt}'")) from None
+        except Exception as exc:
+            raise _internal_error(self._failed(exc, f"prompt '{prompt}'")) from None
+
+    def _connected(self, error: Any) -> Client:
+        if self._client is None or self.state != "connected":
+            raise error(f"upstream server '{self.name}' is {self.describe_state()}")
+        return self._client
+
+    def _failed(self, exc: Exception, what: str) -> str:
+        """The message for a forwarded request that failed; a dropped connection also starts a reconnect."""
+        if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED:
+            return f"upstream server '{self.name}': {exc.error.message}"
+        if not isinstance(exc, TimeoutError):
+            self.lost()
+        return f"upstream server '{self.name}' failed during {what} ({describe(exc)}); reconnecting"
+
+    # -- reporting --------------------------------------------------------------------------
+
+    def describe_state(self) -> str:
+        if self.state == "down":
+            wait = max(0.0, (self.retry_at or 0) - time.monotonic())
+            return f"down: {self.reason} (retry {self.failures} of {self.table.retries} in {wait:.0f} s)"
+        if self.state == "gave up":
+            return f"unavailable: gave up after {self.failures} failed attempts: {self.reason}"
+        return self.state
+
+    def _summary(self) -> str:
+        return ", ".join(f"{n} {kind}" for kind, n in self.counts.items() if n or kind == "tools")
+
+    def status_line(self) -> str:
+        where = self.table.url or shlex.join(
+            [self.table.package or ""] if self.table.type == "npm" else [self.table.command or ""]
+        )
+        line = f"{self.name} ({self.table.type} {where}): {self.describe_state()}"
+        if self.state == "connected":
+            line += f"; {self._summary()}" + (f" ({self.refused} tools refused)" if self.refused else "")
+        return "; ".join([line, *self.problems])
+
+
+class _Watched:
+    """A transport's read stream that reports when it ends: the server exited or hung up."""
+
+    def __init__(self, inner: Any, on_end: Any) -> None:
+        self._inner, self._on_end = inner, on_end
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except StopAsyncIteration:
+            self._on_end()
+            raise
+
+    async def __aenter__(self) -> _Watched:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        self._on_end()
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class ResultCache:
+    """Results of read-only, idempotent tools, reused for ``ttl`` seconds (at most ``size`` of them)."""
+
+    def __init__(self, ttl: float, size: int = 256) -> None:
+        self.ttl, self.size = ttl, size
+        self._entries: OrderedDict[Any, tuple[float, types.CallToolResult]] = OrderedDict()
+
+    def get(self, key: Any) -> types.CallToolResult | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, key: Any, result: types.CallToolResult) -> None:
+        if self.ttl <= 0:
+            return
+        self._entries[key] = (time.monotonic() + self.ttl, result)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+async def _on_message(signals: anyio.abc.ObjectSendStream[str], message: Any) -> None:
+    """The client's message handler: the server's list_changed notifications trigger a republish."""
+    if isinstance(
+        message,
+        types.ToolListChangedNotification | types.ResourceListChangedNotification | types.PromptListChangedNotification,
+    ):
+        _notify(signals, "changed")
+
+
+def _notify(signals: anyio.abc.ObjectSendStream[str], signal: str) -> None:
+    with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        signals.send_nowait(signal)
+
+
+async def _all_pages(method: Any, field: str) -> list[Any]:
+    items, cursor = [], None
+    while True:
+        page = await method(cursor=cursor)
+        items += getattr(page, field)
+        cursor = page.next_cursor
+        if not cursor:
+            return items
+
+
+def _announces_changes(capabilities: types.ServerCapabilities) -> bool:
+    kinds = (capabilities.tools, capabilities.resources, capabilities.prompts)
+    return any(kind is not None and kind.list_changed for kind in kinds)
+
+
+def _cacheable(tool: types.Tool) -> bool:
+    hints = tool.annotations
+    return bool(hints and hints.read_only_hint and hints.idempotent_hint)
+
+
+def _own_meta(result: ResultT) -> ResultT:
+    """The result without the protocol's own ``_meta`` stamps, which describe the upstream connection, not ours."""
+    meta = {k: v for k, v in (result.meta or {}).items() if not k.startswith(PROTOCOL_META)}
+    return result.model_copy(update={"meta": meta or None}) if meta != (result.meta or {}) else result
+
+
+def _resolve(name: str, value: str | EnvRef) -> str:
+    if isinstance(value, str):
+        return value
+    resolved = value.resolve()
+    if resolved is None:
+        raise LookupError(f"{name}: environment variable {value.env} is not set")
+    return resolved
+
+
+def _internal_error(message: str) -> MCPError:
+    return MCPError(code=INTERNAL_ERROR, message=message)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, looking inside the exception groups task groups raise."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, TimeoutError | LookupError) else f"{type(exc).__name__}: {text}"

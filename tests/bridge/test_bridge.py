@@ -1,0 +1,303 @@
+"""The bridge end to end: real upstream servers (Python over stdio and Streamable HTTP, an npm package),
+mounted by a real ``nexus serve`` and driven through the official MCP client."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.conftest import free_port, nexus_command, server_env, write_config
+
+pytestmark = pytest.mark.anyio
+
+UPSTREAM = Path(__file__).with_name("upstream_server.py")
+NPM_DIR = Path(__file__).with_name("npm")
+# Only the bridge: the other plugins are tested elsewhere and would only slow these servers down.
+ONLY_BRIDGE = '[server]\ndata_dir = "data"\n' + "".join(
+    f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "hello")
+)
+
+
+def stdio_upstream(name: str = "up", **keys: Any) -> str:
+    return server_table(name, type="stdio", command=sys.executable, args=[str(UPSTREAM)], **keys)
+
+
+def server_table(name: str, **keys: Any) -> str:
+    lines = [f"[plugins.bridge.servers.{name}]"]
+    lines += [f"{key} = {_toml(value)}" for key, value in keys.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+class Session:
+    """A client of ``nexus serve`` that keeps the list_changed notifications it receives."""
+
+    def __init__(self, session: ClientSession, changes: list[str]) -> None:
+        self.session, self.changes = session, changes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+    async def tool_names(self) -> list[str]:
+        return [tool.name for tool in (await self.session.list_tools()).tools]
+
+    async def wait_for_tool(self, name: str, timeout: float = 30) -> types.Tool:
+        with anyio.fail_after(timeout):
+            while True:
+                tools = {tool.name: tool for tool in (await self.session.list_tools()).tools}
+                if name in tools:
+                    return tools[name]
+                await anyio.sleep(0.05)
+
+    async def wait_for_changes(self, count: int = 1, timeout: float = 10) -> None:
+        """Until ``count`` tools/list_changed notifications have arrived (one may trail the list it announces)."""
+        with anyio.fail_after(timeout):
+            while self.changes.count("tools") < count:
+                await anyio.sleep(0.02)
+
+    async def text(self, tool: str, arguments: dict[str, Any] | None = None) -> str:
+        result = await self.session.call_tool(tool, arguments or {})
+        assert not result.is_error, result
+        return result.content[0].text  # type: ignore[union-attr]
+
+
+@asynccontextmanager
+async def nexus(config: Path, env: dict[str, str] | None = None) -> AsyncIterator[Session]:
+    changes: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append("tools")
+
+    command = nexus_command("serve", "--config", str(config))
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env or server_env(), cwd=config.parent)
+    async with stdio_client(params) as (read, write), ClientSession(read, write, message_handler=on_message) as s:
+        await s.initialize()
+        yield Session(s, changes)
+
+
+@pytest.fixture
+def upstream_http() -> Iterator[Callable[..., str]]:
+    """Start the test upstream over Streamable HTTP on 127.0.0.1 (on ``port`` if given); returns its URL."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(port: int | None = None, token: str | None = None) -> str:
+        port = port or free_port()
+        env = server_env(UPSTREAM_TOKEN=token) if token else server_env()
+        procs.append(subprocess.Popen([sys.executable, str(UPSTREAM), "http", str(port)], env=env))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return f"http://127.0.0.1:{port}/mcp"
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("upstream did not start listening")
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_a_stdio_upstream_is_proxied_with_its_schemas_annotations_and_errors(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]))
+    async with nexus(config) as client:
+        # The first tools/list waits (startup_wait) for servers still connecting, so no polling here.
+        add = {tool.name: tool for tool in (await client.list_tools()).tools}["up_add"]
+        assert add.input_schema["required"] == ["a", "b"]
+        assert add.annotations is not None and add.annotations.read_only_hint is True
+        assert add.output_schema is not None and "total" in add.output_schema["properties"]
+        assert add.meta is not None and add.meta["nexus/plugin"] == "bridge"
+
+        result = await client.call_tool("up_add", {"a": 2, "b": 40})
+        assert not result.is_error and result.structured_content == {"total": 42}
+        failed = await client.call_tool("up_fail", {"message": "it broke"})
+        assert failed.is_error and "it broke" in failed.content[0].text  # type: ignore[union-attr]
+        invalid = await client.call_tool("up_add", {"a": "two", "b": 1})
+        assert invalid.is_error and "a" in invalid.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_denied_upstream_tool_is_neither_listed_nor_callable(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"], allow=["*"]))
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_echo")
+        assert "up_write_note" not in await client.tool_names()
+        refused = await client.call_tool("up_write_note", {"text": "x"})
+        assert refused.is_error
+        assert "matches deny pattern 'write_*' of [plugins.bridge.servers.up]" in refused.content[0].text  # type: ignore[union-attr]
+    audit = [json.loads(line) for line in (tmp_path / "data" / "audit.jsonl").read_text().splitlines()]
+    assert {"plugin": "bridge", "tool": "up_write_note", "outcome": "denied"}.items() <= audit[-1].items()
+
+
+async def test_categories_mount_an_upstream_read_only(tmp_path: Path) -> None:
+    text = ONLY_BRIDGE + '[plugins.bridge]\ncategories = ["read"]\n' + stdio_upstream()
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("up_echo")
+        names = await client.tool_names()
+        assert {"up_echo", "up_add", "up_counter"} <= set(names)
+        assert not {"up_write_note", "up_crash", "up_grow"} & set(names)  # not marked read-only
+        refused = await client.call_tool("up_crash", {})
+        assert refused.is_error and "'write' category" in refused.content[0].text  # type: ignore[union-attr]
+
+
+async def test_resources_templates_and_prompts_are_proxied(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream())
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_echo")
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert "upstream://readme" in resources
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert "upstream://items/{item}" in templates
+        readme = await client.read_resource("upstream://readme")
+        assert readme.contents[0].text.startswith("# Upstream")  # type: ignore[union-attr]
+        item = await client.read_resource("upstream://items/7")
+        assert item.contents[0].text == "item 7"  # type: ignore[union-attr]
+        assert "up_review" in {p.name for p in (await client.list_prompts()).prompts}
+        prompt = await client.get_prompt("up_review", {"topic": "the bridge"})
+        assert prompt.messages[0].content.text == "Please review the bridge."  # type: ignore[union-attr]
+
+
+async def test_the_upstreams_own_list_changes_are_followed(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream())
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_grow")
+        before = client.changes.count("tools")
+        assert await client.text("up_grow", {"name": "sprout"}) == "added sprout"
+        await client.wait_for_tool("up_sprout", timeout=10)
+        await client.wait_for_changes(before + 1)
+        assert await client.text("up_sprout") == "I am sprout"
+
+
+async def test_an_upstream_that_crashes_mid_call_gives_a_clear_error_and_comes_back(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream())
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_crash")
+        first_pid = (await client.text("up_counter")).split(" in ")[1]
+        crashed = await client.call_tool("up_crash", {})
+        assert crashed.is_error
+        message = crashed.content[0].text  # type: ignore[union-attr]
+        assert "upstream server 'up' failed during tool 'crash'" in message and "reconnecting" in message
+        with anyio.fail_after(30):
+            while (result := await client.call_tool("up_counter", {})).is_error:
+                assert "upstream server 'up'" in result.content[0].text  # type: ignore[union-attr]
+                await anyio.sleep(0.1)
+        count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]
+        assert pid != first_pid and count == "1"  # a new process answered
+        assert await client.text("up_echo", {"text": "still here"}) == "still here"
+
+
+async def test_pings_keep_a_healthy_connection(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(ping_interval=0.1))
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_counter")
+        first = await client.text("up_counter")
+        await anyio.sleep(1)  # ten pings
+        assert await client.text("up_counter") == "2 in " + first.split(" in ")[1]  # the same process
+
+
+async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Path) -> None:
+    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=60) + stdio_upstream("fresh")
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("cached_counter")
+        await client.wait_for_tool("fresh_counter")
+        assert await client.text("cached_counter") == await client.text("cached_counter")
+        first, second = await client.text("fresh_counter"), await client.text("fresh_counter")
+        assert first.startswith("1 in") and second.startswith("2 in")
+        sums = [await client.call_tool("cached_add", {"a": 1, "b": n}) for n in (1, 2)]  # not idempotent-marked
+        assert [s.structured_content for s in sums] == [{"total": 2}, {"total": 3}]
+
+
+async def test_an_http_upstream_is_proxied_with_its_token_from_the_environment(
+    tmp_path: Path, upstream_http: Callable[..., str]
+) -> None:
+    url = upstream_http(token="s3cret")
+    table = server_table("web", type="http", url=url, headers={"Authorization": {"env": "WEB_TOKEN"}})
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + table)
+    async with nexus(config, env=server_env(WEB_TOKEN="Bearer s3cret")) as client:
+        await client.wait_for_tool("web_add")
+        result = await client.call_tool("web_add", {"a": 1, "b": 2})
+        assert result.structured_content == {"total": 3}
+        item = await client.read_resource("upstream://items/x")
+        assert item.contents[0].text == "item x"  # type: ignore[union-attr]
+
+
+async def test_an_upstream_that_is_down_does_not_delay_the_server_and_appears_when_it_comes_up(
+    tmp_path: Path, upstream_http: Callable[..., str]
+) -> None:
+    port = free_port()
+    table = server_table("late", type="http", url=f"http://127.0.0.1:{port}/mcp", backoff=0.2, retries=50)
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + table)
+    async with nexus(config) as client:
+        assert "late_echo" not in await client.tool_names()  # serving already, without it
+        missing = await client.call_tool("late_echo", {"text": "x"})
+        assert missing.is_error
+        upstream_http(port=port)
+        await client.wait_for_tool("late_echo")
+        await client.wait_for_changes()
+        assert await client.text("late_echo", {"text": "made it"}) == "made it"
+
+
+async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None:
+    slow = server_table("slow", type="stdio", command=sys.executable, args=["-c", "import time; time.sleep(60)"])
+    text = ONLY_BRIDGE + "[plugins.bridge]\nstartup_wait = 1\n" + slow + stdio_upstream()
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:  # initialized; 'slow' never answers
+        await client.wait_for_tool("up_echo")
+        assert not [name for name in await client.tool_names() if name.startswith("slow_")]
+        missing = await client.call_tool("slow_anything", {})  # waits startup_wait at most, then:
+        assert missing.is_error and "Unknown tool" in missing.content[0].text  # type: ignore[union-attr]
+
+
+def test_nexus_plugins_shows_each_upstreams_state(tmp_path: Path) -> None:
+    down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]) + down)
+    out = subprocess.run(
+        nexus_command("plugins", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    up = next(line for line in lines if line.strip().startswith("up (stdio"))
+    assert "connected; 7 tools, 2 resources, 1 prompts (1 tools refused)" in up
+    gone = next(line for line in lines if line.strip().startswith("gone (http"))
+    assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
+
+
+async def test_a_real_npm_server_is_proxied(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server-memory, installed from the npm registry by scripts/setup."""
+    assert (NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-memory").is_dir(), "run scripts/setup"
+    memory_file = tmp_path / "memory.jsonl"
+    table = server_table(
+        "kg",
+        type="npm",
+        package="@modelcontextprotocol/server-memory",
+        cwd=str(NPM_DIR),
+        env={"MEMORY_FILE_PATH": str(memory_file)},
+        deny=["delete_*"],
+    )
+    async with nexus(write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + table)) as client:
+        await client.wait_for_tool("kg_create_entities", timeout=60)
+        names = await client.tool_names()
+        assert {"kg_read_graph", "kg_search_nodes"} <= set(names) and "kg_delete_entities" not in names
+        entity = {"name": "Nexus", "entityType": "project", "observations": ["mounts MCP servers"]}
+        created = await client.call_tool("kg_create_entities", {"entities": [entity]})
+        assert not created.is_error, created
+        found = await client.call_tool("kg_search_nodes", {"query": "Nexus"})
+        assert "mounts MCP servers" in found.content[0].text  # type: ignore[union-attr]
+    assert "Nexus" in memory_file.read_text()

@@ -1,0 +1,115 @@
+"""A small MCP server for the bridge's tests: ``python upstream_server.py stdio|http PORT``.
+
+Its tools cover what the bridge must forward faithfully: structured output,
+annotations, errors, a crash in mid-call, a read-only idempotent counter (to see
+the cache) and a tool that adds a tool (to see list_changed followed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel
+
+server = MCPServer("upstream", version="1.0")
+calls = {"count": 0}
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True))
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def add(a: int, b: int) -> Sum:
+    """Add two integers."""
+    return Sum(total=a + b)
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True))
+def counter() -> str:
+    """How many times this tool has run in this process (the pid tells processes apart)."""
+    calls["count"] += 1
+    return f"{calls['count']} in {os.getpid()}"
+
+
+@server.tool(annotations=ToolAnnotations(destructiveHint=True))
+def write_note(text: str) -> str:
+    """Pretend to write: a tool the tests deny."""
+    return f"wrote {text}"
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Always fails with the message."""
+    raise ToolError(message)
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool called NAME, then tell the client the tool list changed."""
+    server.add_tool(lambda: f"I am {name}", name=name, description=f"Added at run time: {name}.")
+    await ctx.notify_tools_changed()  # 2026-07-28 clients: a subscriptions/listen event
+    await ctx.request_context.session.send_tool_list_changed()  # earlier clients: a notification
+    return f"added {name}"
+
+
+@server.resource("upstream://readme", mime_type="text/markdown")
+def readme() -> str:
+    return "# Upstream\nA resource from the upstream server."
+
+
+@server.resource("upstream://items/{item}")
+def item(item: str) -> str:
+    return f"item {item}"
+
+
+@server.prompt()
+def review(topic: str) -> str:
+    """Ask for a review of a topic."""
+    return f"Please review {topic}."
+
+
+def require_token(app: Any, token: str) -> Any:
+    """Refuse HTTP requests without ``Authorization: Bearer TOKEN`` (to see the bridge send its headers)."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (b"authorization", f"Bearer {token}".encode()) not in scope["headers"]:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"missing token"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def main(argv: list[str]) -> Any:
+    if argv[1:2] == ["http"]:
+        import uvicorn
+
+        app = server.streamable_http_app()
+        if token := os.environ.get("UPSTREAM_TOKEN"):
+            app = require_token(app, token)
+        uvicorn.run(app, host="127.0.0.1", port=int(argv[2]), log_level="warning")
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
