@@ -1,0 +1,185 @@
+"""nexus-bridge: latency a proxied tools/call adds over calling the upstream server directly (stdio).
+
+    .venv/bin/python bench/bridge_bench.py [--calls 2000]
+
+One upstream script, a bare SDK server with a plain `echo` tool (no annotations),
+is called two ways in one run: directly over stdio, and through `nexus serve`
+with the bridge mounting that same script over stdio (tool `up_echo`, cache_ttl
+left at 0 so every call reaches the upstream). For context the same Nexus also
+serves a native `echo` from a plugin folder, which separates the host's own cost
+from the bridge's extra hop. Runs are interleaved in blocks (direct, bridge,
+native, ...) so machine noise hits all alike; a raw JSON-RPC client over pipes
+keeps the client's own cost out of the figures.
+
+Servers may write bytecode (PYTHONDONTWRITEBYTECODE is dropped from their
+environment), as after a `pip install`; it changes start-up only, not calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+UPSTREAM = """
+from mcp.server.mcpserver import MCPServer
+mcp = MCPServer("upstream")
+@mcp.tool()
+def echo(text: str) -> str:
+    return text
+mcp.run()
+"""
+
+ECHO_PLUGIN = """
+from nexus_core import hookimpl
+@hookimpl
+def nexus_register_tools(register):
+    def echo(text: str) -> str:
+        return text
+    register(echo, category="default", read_only=True)
+"""
+
+CONFIG = """
+[server]
+data_dir = "{work}/data"
+roots = ["{work}"]
+plugin_dirs = ["{work}/plugins"]
+[plugins.files]
+enabled = false
+[plugins.memory]
+enabled = false
+[plugins.graph]
+enabled = false
+[plugins.manual]
+enabled = false
+[plugins.hello]
+enabled = false
+[plugins.bridge.servers.up]
+type = "stdio"
+command = "{python}"
+args = ["{work}/upstream.py"]
+"""
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+BLOCKS = 10  # interleaved blocks per path
+
+
+class Server:
+    """One server process spoken to line by line."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+        self.next_id = 1
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        assert self.proc.stdout is not None
+        while True:  # skips notifications, e.g. tools/list_changed when the upstream connects
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def handshake(self) -> None:
+        self.send(INITIALIZE)
+        assert self.proc.stdout is not None
+        json.loads(self.proc.stdout.readline())
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def wait_for_tool(self, name: str, timeout: float = 60.0) -> int:
+        """Poll tools/list until `name` is listed (the bridge connects in the background); the tool count."""
+        deadline = time.monotonic() + timeout
+        while True:
+            tools = [t["name"] for t in self.request("tools/list")["result"]["tools"]]
+            if name in tools:
+                return len(tools)
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{name} not listed after {timeout:.0f} s; tools: {tools}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def call_latencies(server: Server, tool: str, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        reply = server.request("tools/call", {"name": tool, "arguments": {"text": f"ping {i}"}})
+        out.append(time.perf_counter() - started)
+        assert reply["result"]["structuredContent"] == {"result": f"ping {i}"}, reply
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=2000, help="tools/call round trips per path")
+    args = parser.parse_args()
+
+    load_at_start = os.getloadavg()[0]
+    work = Path(tempfile.mkdtemp(prefix="nexus-bridge-bench-"))
+    (work / "plugins").mkdir()
+    (work / "plugins" / "bench_echo.py").write_text(ECHO_PLUGIN)
+    (work / "upstream.py").write_text(UPSTREAM)
+    (work / "nexus.toml").write_text(CONFIG.format(work=work, python=sys.executable))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") and k != "PYTHONDONTWRITEBYTECODE"}
+
+    direct = Server([sys.executable, str(work / "upstream.py")], env)
+    nexus = Server([sys.executable, "-m", "nexus_core", "serve", "--config", str(work / "nexus.toml")], env)
+    direct.handshake()
+    nexus.handshake()
+    listed = nexus.wait_for_tool("up_echo")
+    paths = {"direct": (direct, "echo"), "bridge": (nexus, "up_echo"), "native": (nexus, "echo")}
+    for server, tool in paths.values():
+        call_latencies(server, tool, 100)  # warm up
+    calls: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(BLOCKS):
+        for name, (server, tool) in paths.items():
+            calls[name] += call_latencies(server, tool, args.calls // BLOCKS)
+    nexus.close()
+    direct.close()
+
+    load = f"load average {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} at end"
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {load}")
+    print(f"nexus lists {listed} tools (up_echo via the bridge, cache_ttl 0; echo native)")
+    print()
+    print(f"{'':34}{'direct':>10}{'bridge':>10}{'native':>10}{'bridge/direct':>15}")
+    for q in (0.5, 0.95):
+        d, b, n = (pct(calls[name], q) * 1e6 for name in paths)
+        print(f"{f'tools/call round trip p{q * 100:.0f} (us)':34}{d:>10.1f}{b:>10.1f}{n:>10.1f}{b / d:>15.2f}")
+    print()
+    for q in (0.5, 0.95):
+        d, b, n = (pct(calls[name], q) * 1e3 for name in paths)
+        print(f"added p{q * 100:.0f}: {b - d:.2f} ms via the bridge (host {n - d:.2f} ms, bridge hop {b - n:.2f} ms)")
+    print()
+    print(f"n: {args.calls // BLOCKS * BLOCKS} calls per path in {BLOCKS} interleaved blocks, after 100 warm-up calls")
+    print("goal: under 2 ms p50 added on stdio (bridge - direct)")
+
+
+if __name__ == "__main__":
+    main()
