@@ -18,13 +18,12 @@ environment), as after a `pip install`; it changes start-up only, not calls.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from pipe_client import ECHO_PLUGIN, Server, call_latencies, pct
 
 UPSTREAM = """
 from mcp.server.mcpserver import MCPServer
@@ -33,15 +32,6 @@ mcp = MCPServer("upstream")
 def echo(text: str) -> str:
     return text
 mcp.run()
-"""
-
-ECHO_PLUGIN = """
-from nexus_core import hookimpl
-@hookimpl
-def nexus_register_tools(register):
-    def echo(text: str) -> str:
-        return text
-    register(echo, category="default", read_only=True)
 """
 
 CONFIG = """
@@ -65,75 +55,7 @@ command = "{python}"
 args = ["{work}/upstream.py"]
 """
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-}
-
 BLOCKS = 10  # interleaved blocks per path
-
-
-class Server:
-    """One server process spoken to line by line."""
-
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-        )
-        self.next_id = 1
-
-    def send(self, message: dict) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict | None = None) -> dict:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
-        assert self.proc.stdout is not None
-        while True:  # skips notifications, e.g. tools/list_changed when the upstream connects
-            reply = json.loads(self.proc.stdout.readline())
-            if reply.get("id") == self.next_id:
-                return reply
-
-    def handshake(self) -> None:
-        self.send(INITIALIZE)
-        assert self.proc.stdout is not None
-        json.loads(self.proc.stdout.readline())
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def wait_for_tool(self, name: str, timeout: float = 60.0) -> int:
-        """Poll tools/list until `name` is listed (the bridge connects in the background); the tool count."""
-        deadline = time.monotonic() + timeout
-        while True:
-            tools = [t["name"] for t in self.request("tools/list")["result"]["tools"]]
-            if name in tools:
-                return len(tools)
-            if time.monotonic() > deadline:
-                raise SystemExit(f"{name} not listed after {timeout:.0f} s; tools: {tools}")
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-
-
-def call_latencies(server: Server, tool: str, n: int) -> list[float]:
-    out = []
-    for i in range(n):
-        started = time.perf_counter()
-        reply = server.request("tools/call", {"name": tool, "arguments": {"text": f"ping {i}"}})
-        out.append(time.perf_counter() - started)
-        assert reply["result"]["structuredContent"] == {"result": f"ping {i}"}, reply
-    return out
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -156,11 +78,11 @@ def main() -> None:
     listed = nexus.wait_for_tool("up_echo")
     paths = {"direct": (direct, "echo"), "bridge": (nexus, "up_echo"), "native": (nexus, "echo")}
     for server, tool in paths.values():
-        call_latencies(server, tool, 100)  # warm up
+        call_latencies(server, 100, tool)  # warm up
     calls: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(BLOCKS):
         for name, (server, tool) in paths.items():
-            calls[name] += call_latencies(server, tool, args.calls // BLOCKS)
+            calls[name] += call_latencies(server, args.calls // BLOCKS, tool)
     nexus.close()
     direct.close()
 

@@ -16,13 +16,14 @@ and plugin module at every start, which no installed user pays.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pipe_client import ECHO_PLUGIN, Server, call_latencies, pct
 
 BARE_SERVER = """
 from mcp.server.mcpserver import MCPServer
@@ -32,57 +33,6 @@ def echo(text: str) -> str:
     return text
 mcp.run()
 """
-
-ECHO_PLUGIN = """
-from nexus_core import hookimpl
-@hookimpl
-def nexus_register_tools(register):
-    def echo(text: str) -> str:
-        return text
-    register(echo, category="default", read_only=True)
-"""
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
-}
-
-
-class Server:
-    """One server process spoken to line by line."""
-
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-        )
-        self.next_id = 1
-
-    def send(self, message: dict) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict | None = None) -> dict:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
-        assert self.proc.stdout is not None
-        while True:
-            reply = json.loads(self.proc.stdout.readline())
-            if reply.get("id") == self.next_id:
-                return reply
-
-    def handshake(self) -> None:
-        self.send(INITIALIZE)
-        assert self.proc.stdout is not None
-        json.loads(self.proc.stdout.readline())
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 def cold_start(command: list[str], env: dict[str, str]) -> tuple[float, int]:
@@ -94,21 +44,6 @@ def cold_start(command: list[str], env: dict[str, str]) -> tuple[float, int]:
     elapsed = time.perf_counter() - started
     server.close()
     return elapsed, len(tools)
-
-
-def call_latencies(server: Server, n: int) -> list[float]:
-    out = []
-    for i in range(n):
-        started = time.perf_counter()
-        reply = server.request("tools/call", {"name": "echo", "arguments": {"text": f"ping {i}"}})
-        out.append(time.perf_counter() - started)
-        assert reply["result"]["structuredContent"] == {"result": f"ping {i}"}, reply
-    return out
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:

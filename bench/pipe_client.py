@@ -1,0 +1,88 @@
+"""A raw JSON-RPC client for MCP servers over pipes, shared by the benchmarks.
+
+Line-delimited JSON straight over the child's stdin/stdout keeps the client's
+own cost out of the figures (no SDK on this side).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+ECHO_PLUGIN = """
+from nexus_core import hookimpl
+@hookimpl
+def nexus_register_tools(register):
+    def echo(text: str) -> str:
+        return text
+    register(echo, category="default", read_only=True)
+"""
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+
+class Server:
+    """One server process spoken to line by line."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+        self.next_id = 1
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        assert self.proc.stdout is not None
+        while True:  # skips notifications, e.g. tools/list_changed when the upstream connects
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def handshake(self) -> None:
+        self.send(INITIALIZE)
+        assert self.proc.stdout is not None
+        json.loads(self.proc.stdout.readline())
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def wait_for_tool(self, name: str, timeout: float = 60.0) -> int:
+        """Poll tools/list until `name` is listed (the bridge connects in the background); the tool count."""
+        deadline = time.monotonic() + timeout
+        while True:
+            tools = [t["name"] for t in self.request("tools/list")["result"]["tools"]]
+            if name in tools:
+                return len(tools)
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{name} not listed after {timeout:.0f} s; tools: {tools}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def call_latencies(server: Server, n: int, tool: str = "echo") -> list[float]:
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        reply = server.request("tools/call", {"name": tool, "arguments": {"text": f"ping {i}"}})
+        out.append(time.perf_counter() - started)
+        assert reply["result"]["structuredContent"] == {"result": f"ping {i}"}, reply
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
