@@ -98,15 +98,15 @@ def upstream_http() -> Iterator[Callable[..., str]]:
     """Start the test upstream over Streamable HTTP on 127.0.0.1 (on ``port`` if given); returns its URL."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(port: int | None = None, token: str | None = None) -> str:
+    def start(port: int | None = None, token: str | None = None, transport: str = "http") -> str:
         port = port or free_port()
         env = server_env(UPSTREAM_TOKEN=token) if token else server_env()
-        procs.append(subprocess.Popen([sys.executable, str(UPSTREAM), "http", str(port)], env=env))
+        procs.append(subprocess.Popen([sys.executable, str(UPSTREAM), transport, str(port)], env=env))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"http://127.0.0.1:{port}/mcp"
+                return f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("upstream did not start listening")
@@ -239,6 +239,17 @@ async def test_an_http_upstream_is_proxied_with_its_token_from_the_environment(
         assert item.contents[0].text == "item x"  # type: ignore[union-attr]
 
 
+async def test_an_sse_upstream_is_proxied(tmp_path: Path, upstream_http: Callable[..., str]) -> None:
+    url = upstream_http(token="s3cret", transport="sse")
+    table = server_table("old", type="sse", url=url, headers={"Authorization": {"env": "OLD_TOKEN"}})
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + table)
+    async with nexus(config, env=server_env(OLD_TOKEN="Bearer s3cret")) as client:
+        await client.wait_for_tool("old_echo")
+        assert await client.text("old_echo", {"text": "over SSE"}) == "over SSE"
+        prompt = await client.get_prompt("old_review", {"topic": "SSE"})
+        assert prompt.messages[0].content.text == "Please review SSE."  # type: ignore[union-attr]
+
+
 async def test_an_upstream_that_is_down_does_not_delay_the_server_and_appears_when_it_comes_up(
     tmp_path: Path, upstream_http: Callable[..., str]
 ) -> None:
@@ -274,7 +285,7 @@ def test_nexus_plugins_shows_each_upstreams_state(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 7 tools, 2 resources, 1 prompts (1 tools refused)" in up
+    assert "connected; 7 tools, 2 resources, 1 prompt (1 tool refused)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
 

@@ -1,4 +1,4 @@
-"""A small MCP server for the bridge's tests: ``python upstream_server.py stdio|http PORT``.
+"""A small MCP server for the bridge's tests: ``python upstream_server.py [stdio | http PORT | sse PORT]``.
 
 Its tools cover what the bridge must forward faithfully: structured output,
 annotations, errors, a crash in mid-call, a read-only idempotent counter (to see
@@ -100,10 +100,10 @@ def require_token(app: Any, token: str) -> Any:
 
 
 def main(argv: list[str]) -> Any:
-    if argv[1:2] == ["http"]:
+    if argv[1:2] in (["http"], ["sse"]):
         import uvicorn
 
-        app = server.streamable_http_app()
+        app = server.streamable_http_app() if argv[1] == "http" else server.sse_app()
         if token := os.environ.get("UPSTREAM_TOKEN"):
             app = require_token(app, token)
         uvicorn.run(app, host="127.0.0.1", port=int(argv[2]), log_level="warning")

@@ -331,7 +331,7 @@ class Upstream:
         return self.state
 
     def _summary(self) -> str:
-        return ", ".join(f"{n} {kind}" for kind, n in self.counts.items() if n or kind == "tools")
+        return ", ".join(_count(n, kind) for kind, n in self.counts.items() if n or kind == "tools")
 
     def status_line(self) -> str:
         where = self.table.url or shlex.join(
@@ -339,7 +339,7 @@ class Upstream:
         )
         line = f"{self.name} ({self.table.type} {where}): {self.describe_state()}"
         if self.state == "connected":
-            line += f"; {self._summary()}" + (f" ({self.refused} tools refused)" if self.refused else "")
+            line += f"; {self._summary()}" + (f" ({_count(self.refused, 'tools')} refused)" if self.refused else "")
         return "; ".join([line, *self.problems])
 
 
@@ -418,6 +418,10 @@ async def _all_pages(method: Any, field: str) -> list[Any]:
         cursor = page.next_cursor
         if not cursor:
             return items
+
+
+def _count(n: int, things: str) -> str:
+    return f"{n} {things if n != 1 else things[:-1]}"
 
 
 def _announces_changes(capabilities: types.ServerCapabilities) -> bool:
