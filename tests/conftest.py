@@ -85,6 +85,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30) -> None:
+    """Until ``proc`` accepts connections on 127.0.0.1:``port``; an error if it exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not start listening")
+
+
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """Start ``nexus serve --transport http`` on a free loopback port; returns its URL."""
@@ -95,16 +109,8 @@ def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
         cmd = nexus_command("serve", "--transport", "http", "--port", str(port), *args)
         proc = subprocess.Popen(cmd, env=env or server_env(), cwd=cwd or tmp_path, stderr=subprocess.PIPE)
         procs.append(proc)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"http://127.0.0.1:{port}/mcp"
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("server did not start listening")
+        wait_listening(proc, port)
+        return f"http://127.0.0.1:{port}/mcp"
 
     yield start
     for proc in procs:

@@ -4,10 +4,8 @@ mounted by a real ``nexus serve`` and driven through the official MCP client."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import free_port, nexus_command, server_env, write_config
+from tests.conftest import free_port, nexus_command, server_env, wait_listening, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -102,14 +100,8 @@ def upstream_http() -> Iterator[Callable[..., str]]:
         port = port or free_port()
         env = server_env(UPSTREAM_TOKEN=token) if token else server_env()
         procs.append(subprocess.Popen([sys.executable, str(UPSTREAM), transport, str(port)], env=env))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("upstream did not start listening")
+        wait_listening(procs[-1], port)
+        return f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
 
     yield start
     for proc in procs:
