@@ -187,7 +187,7 @@ def validation_error(source: str, exc: ValidationError, prefix: str = "") -> Con
     err = exc.errors()[0]
     key = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
     reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-    if err["type"] not in ("extra_forbidden", "missing"):
-        reason += f" (got {err['input']!r})"
+    if err["type"] not in ("extra_forbidden", "missing") and not isinstance(err["input"], dict | list):
+        reason += f" (got {err['input']!r})"  # a whole table is not echoed: it may hold a secret
     more = len(exc.errors()) - 1
     return ConfigError(source, key, reason + (f"; and {more} more error(s)" if more else ""))

@@ -230,6 +230,7 @@ class Host:
         self._owners: dict[str, str] = {}  # "tool 'name'" -> plugin, across all plugins
         self.live = LiveCatalog(self._owners)
         self._background: TaskGroup | None = None
+        self._task_done: list[anyio.Event] = []  # one per background task, set when it ends
         self._pending: list[tuple[anyio.Event, float]] = []  # (what plugins are about to publish, deadline)
         self.audit = AuditLog(
             config.resolve_path(config.server.data_dir) / "audit.jsonl" if config.server.audit.enabled else None,
@@ -423,6 +424,16 @@ class Host:
                 log.debug("startup of %s raised", state.name, exc_info=True)
                 state.fail(f"startup failed: {type(exc).__name__}: {exc}")
 
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop from outside the serving task (on SIGTERM): background work first (up to ``grace`` s), then plugins."""
+        if self._background is not None:
+            self._background.cancel_scope.cancel()
+        with anyio.move_on_after(grace):
+            for done in self._task_done:
+                await done.wait()
+        await self._stop_plugins()
+        self.audit.close()
+
     async def _stop_plugins(self) -> None:
         for name in reversed(list(self._started)):
             try:
@@ -448,11 +459,16 @@ class Host:
         if self._background is None:
             raise PluginError(plugin, f"cannot start '{name}': the server is not running")
 
+        done = anyio.Event()
+        self._task_done.append(done)
+
         async def run() -> None:
             try:
                 await fn()
             except Exception:
                 log.exception("background task '%s' of plugin '%s' failed", name, plugin)
+            finally:
+                done.set()
 
         self._background.start_soon(run, name=f"{plugin}:{name}")
 

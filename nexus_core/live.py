@@ -10,8 +10,8 @@ serves, and tells connected clients which lists changed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from mcp.server.subscriptions import (
     ResourcesListChanged,
     ToolsListChanged,
 )
+from mcp.shared.uri_template import UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 log = logging.getLogger("nexus")
@@ -84,7 +85,7 @@ class LiveCatalog:
     def __init__(self, native_owners: Mapping[str, str]) -> None:
         self._native = native_owners  # "tool 'x'" -> plugin, from the build
         self.entries: dict[Kind, dict[str, Published]] = {"tool": {}, "resource": {}, "prompt": {}}
-        self._templates: dict[str, re.Pattern[str]] = {}
+        self._templates: dict[str, UriTemplate] = {}
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self.events = InMemorySubscriptionBus()  # subscriptions/listen streams (2026-07-28 clients)
 
@@ -106,7 +107,8 @@ class LiveCatalog:
                 continue
             self.entries[entry.kind][entry.key] = entry
             if isinstance(entry.definition, types.ResourceTemplate):
-                self._templates[entry.key] = _template_pattern(entry.key)
+                with contextlib.suppress(ValueError):  # a template the SDK cannot parse is listed, never matched
+                    self._templates[entry.key] = UriTemplate.parse(entry.key)
         after = self._group(plugin, group)
         changed = {kind for kind in self.entries if before[kind] != after[kind]}
         return problems, changed
@@ -144,7 +146,7 @@ class LiveCatalog:
 
     def template_for(self, uri: str) -> Published | None:
         """The first live resource template that matches ``uri``."""
-        key = next((key for key, pattern in self._templates.items() if pattern.fullmatch(uri)), None)
+        key = next((key for key, template in self._templates.items() if template.match(uri) is not None), None)
         return None if key is None else self.entries["resource"][key]
 
     # -- telling clients ------------------------------------------------------------
@@ -172,14 +174,3 @@ class LiveCatalog:
 
 
 _EVENTS = {"tool": ToolsListChanged, "resource": ResourcesListChanged, "prompt": PromptsListChanged}
-
-
-def _template_pattern(template: str) -> re.Pattern[str]:
-    """A URI template (RFC 6570) as a regex: ``{x}`` matches one path segment, ``{+x}`` or ``{/x*}`` more."""
-    return re.compile("".join(_template_part(part) for part in re.split(r"(\{[^}]*\})", template)))
-
-
-def _template_part(part: str) -> str:
-    if not part.startswith("{"):
-        return re.escape(part)
-    return ".+" if part[1:2] in ("+", "#", "/") or "*" in part else "[^/]+"

@@ -11,11 +11,13 @@ import hmac
 import ipaddress
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
@@ -50,12 +52,27 @@ def stdout_to_stderr() -> Iterator[None]:
 
 async def serve_stdio(host: Host) -> None:
     server = host.server
-    async with stdio_server() as (read_stream, write_stream):
-        await server._lowlevel_server.run(  # the SDK's own run_stdio_async does the same
-            _ParseErrorReplies(read_stream, write_stream),
-            write_stream,
-            server._lowlevel_server.create_initialization_options(),
-        )
+    async with anyio.create_task_group() as serving:
+        serving.start_soon(_stop_on_sigterm, host)
+        async with stdio_server() as (read_stream, write_stream):
+            await server._lowlevel_server.run(  # the SDK's own run_stdio_async does the same
+                _ParseErrorReplies(read_stream, write_stream),
+                write_stream,
+                server._lowlevel_server.create_initialization_options(),
+            )
+        serving.cancel_scope.cancel()
+
+
+async def _stop_on_sigterm(host: Host) -> None:
+    """SIGTERM stops the plugins the orderly way, so the processes they started (the bridge's servers) end too.
+
+    Then the process exits at once: the SDK reads stdin in a thread that cancellation cannot interrupt.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            log.info("SIGTERM: stopping")
+            await host.stop()
+            os._exit(0)
 
 
 class _ParseErrorReplies:

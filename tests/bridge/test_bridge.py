@@ -4,8 +4,11 @@ mounted by a real ``nexus serve`` and driven through the official MCP client."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -277,7 +280,7 @@ def test_nexus_plugins_shows_each_upstreams_state(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 7 tools, 2 resources, 1 prompt (1 tool refused)" in up
+    assert "connected; 7 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
 
@@ -304,3 +307,42 @@ async def test_a_real_npm_server_is_proxied(tmp_path: Path) -> None:
         found = await client.call_tool("kg_search_nodes", {"query": "Nexus"})
         assert "mounts MCP servers" in found.content[0].text  # type: ignore[union-attr]
     assert "Nexus" in memory_file.read_text()
+
+
+def test_sigterm_stops_the_servers_nexus_started(tmp_path: Path) -> None:
+    """A desktop client may end Nexus with SIGTERM: the upstream processes must not outlive it."""
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream())
+    command = nexus_command("serve", "--config", str(config))
+    nexus_proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env()
+    )
+    assert nexus_proc.stdin is not None and nexus_proc.stdout is not None
+
+    def request(id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        nexus_proc.stdin.write(
+            (json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}) + "\n").encode()
+        )  # type: ignore[union-attr]
+        nexus_proc.stdin.flush()  # type: ignore[union-attr]
+        while True:
+            reply = json.loads(nexus_proc.stdout.readline())  # type: ignore[union-attr]
+            if reply.get("id") == id_:
+                return reply
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    request(1, "initialize", hello)
+    counted = request(2, "tools/call", {"name": "up_counter", "arguments": {}})
+    upstream_pid = int(counted["result"]["content"][0]["text"].split(" in ")[1])
+    nexus_proc.send_signal(signal.SIGTERM)
+    assert nexus_proc.wait(timeout=20) is not None
+    deadline = time.monotonic() + 10
+    while _alive(upstream_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(upstream_pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie has exited

@@ -7,6 +7,8 @@ server never delays ``initialize``: its tools appear when it connects.
 
 from __future__ import annotations
 
+import logging
+
 import anyio
 from pydantic import BaseModel
 
@@ -40,6 +42,8 @@ def nexus_config_model() -> type[BaseModel]:
 async def nexus_startup(ctx: PluginContext) -> None:
     from nexus_bridge.upstream import Upstream
 
+    for noisy in ("httpx", "httpx2"):  # one INFO line per request, with the full URL
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     upstreams = [Upstream(name, table, ctx) for name, table in ctx.config.servers.items() if table.enabled]
     ctx.state["upstreams"] = upstreams
     for upstream in upstreams:
@@ -50,7 +54,7 @@ async def nexus_startup(ctx: PluginContext) -> None:
 @hookimpl
 async def nexus_status(ctx: PluginContext) -> list[str]:
     upstreams = ctx.state.get("upstreams", [])
-    limit = min([SETTLE_LIMIT, *(u.table.connect_timeout for u in upstreams)])
+    limit = min(SETTLE_LIMIT, max((u.table.connect_timeout for u in upstreams), default=0))
     with anyio.move_on_after(limit):
         for upstream in upstreams:
             await upstream.settled.wait()

@@ -29,7 +29,7 @@ class ServerTable(BaseModel):
     command: str | None = Field(None, description="stdio: the program to run.")
     args: list[str] = Field(default_factory=list, description="stdio: its arguments; npm: arguments after the package.")
     env: dict[str, str | EnvRef] = Field(default_factory=dict, description="stdio/npm: added to a minimal environment.")
-    cwd: Path | None = Field(None, description="stdio/npm: working folder (default: the first root).")
+    cwd: Path | None = Field(None, description="stdio: working folder (default: the first root); npm: the data dir.")
     package: str | None = Field(None, description="npm: the package, run as `npx -y PACKAGE ARGS`.")
     url: str | None = Field(None, pattern=r"^https?://", description="http/sse: the endpoint.")
     headers: dict[str, str | EnvRef] = Field(default_factory=dict, description="http/sse: request headers.")
@@ -82,7 +82,9 @@ class BridgeConfig(PluginConfig):
             if not re.match(NAME, name):
                 raise ValueError(f"server name '{name}' must start with a letter (letters, digits, _ and - after)")
             prefix = prefix_of(name, table)
-            if table.enabled and prefix in seen:
+            if not table.enabled:
+                continue
+            if prefix in seen:
                 raise ValueError(
                     f"servers '{seen[prefix]}' and '{name}' have the same prefix '{prefix}': "
                     "their tools' names would collide; give one a different prefix"

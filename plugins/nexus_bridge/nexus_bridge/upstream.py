@@ -16,7 +16,6 @@ import functools
 import json
 import math
 import os
-import shlex
 import shutil
 import time
 from collections import OrderedDict
@@ -24,6 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.sse import sse_client
@@ -40,6 +40,7 @@ from nexus_core.live import LivePrompt, LiveResource, LiveTool
 
 MAX_BACKOFF = 60.0
 PROTOCOL_META = "io.modelcontextprotocol/"
+LOST_SESSION = ("Session terminated", "Session not found")  # how Streamable HTTP says a restarted server forgot us
 ResultT = TypeVar("ResultT", bound=types.Result)
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
 CLIENT_INFO = types.Implementation(name="nexus-bridge", version="0.1.0")
@@ -77,15 +78,14 @@ class Upstream:
                 self._client, self._signals = None, None
                 self._cache.clear()
             if was_connected and time.monotonic() - self._since >= STABLE:
-                self.failures, delay = 0, self.table.backoff  # it had worked: a fresh run of retries
-            self.failures += 1
+                # It had worked: reconnect at once, with a fresh run of retries.
+                self.ctx.log.warning("upstream '%s': %s; reconnecting", self.name, self.reason)
+                self.failures, delay, self.state = 0, self.table.backoff, "connecting"
+                continue
+            self.failures += 1  # a failed attempt, or a connection that died young
             if self.failures > self.table.retries:
                 await self._give_up()
                 return
-            if was_connected and self.failures == 1:  # lost after working: reconnect at once
-                self.ctx.log.warning("upstream '%s': %s; reconnecting", self.name, self.reason)
-                self.state = "connecting"
-                continue
             self.state, self.retry_at = "down", time.monotonic() + delay
             self.settled.set()
             self.ctx.log.warning(
@@ -150,24 +150,19 @@ class Upstream:
         """Every ping_interval, make sure the server still answers; any answer, even an error, will do."""
         while True:
             await anyio.sleep(self.table.ping_interval)
+            modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
             try:
                 with anyio.fail_after(self.table.timeout):
-                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:  # ping is gone at 2026-07-28
+                    if modern:  # ping is gone at 2026-07-28; any answer to server/discover will do
                         await client.session.send_discover(client.protocol_version)
                     else:
-                        await client.send_ping()
-            except MCPError as exc:
-                if exc.error.code != CONNECTION_CLOSED:
-                    continue
-                self._ping_failed(exc)
-                return
+                        await client.session.send_ping()
             except Exception as exc:
-                self._ping_failed(exc)
+                if modern and isinstance(exc, MCPError) and not _connection_failed(exc):
+                    continue
+                self.ctx.log.warning("upstream '%s' did not answer a ping: %s", self.name, describe(exc))
+                self.lost(client)
                 return
-
-    def _ping_failed(self, exc: Exception) -> None:
-        self.ctx.log.warning("upstream '%s' did not answer a ping: %s", self.name, describe(exc))
-        self.lost()
 
     async def _give_up(self) -> None:
         self.state, self.retry_at = "gave up", None
@@ -178,8 +173,9 @@ class Upstream:
         await self.ctx.publish(self.name)  # withdraw: its tools can no longer work
         self.settled.set()
 
-    def lost(self) -> None:
-        self.lost_or_changed("lost")
+    def lost(self, client: Client) -> None:
+        if client is self._client:  # not a late failure from a connection already replaced
+            self.lost_or_changed("lost")
 
     def lost_or_changed(self, signal: str) -> None:
         if self._signals is not None:
@@ -213,9 +209,9 @@ class Upstream:
             command, args = npx, ["-y", table.package or "", *table.args]
         else:
             command, args = table.command or "", table.args
-        cwd = table.cwd.expanduser() if table.cwd else None
-        if cwd is None or not cwd.is_absolute():
-            cwd = self.ctx.paths.roots[0] / (cwd or "")
+        # npx resolves packages from node_modules and .npmrc in its folder: not a workspace's, by default.
+        base = self.ctx.data_dir if table.type == "npm" else self.ctx.paths.roots[0]
+        cwd = base / (table.cwd.expanduser() if table.cwd else "")
         env = {"PATH": os.environ.get("PATH", os.defpath)} | {k: _resolve(k, v) for k, v in table.env.items()}
         return StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
 
@@ -258,7 +254,7 @@ class Upstream:
 
     def _live_prompt(self, prompt: types.Prompt) -> LivePrompt:
         definition = prompt.model_copy(update={"name": self._public(prompt.name)})
-        return LivePrompt(definition, functools.partial(self.get_prompt, prompt.name))
+        return LivePrompt(definition, functools.partial(self.get_prompt, prompt.name), "read")
 
     def refusal(self, tool: str) -> str | None:
         """Why the server's ``allow``/``deny`` patterns exclude one of its tools, or None."""
@@ -279,7 +275,7 @@ class Upstream:
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as exc:
-            raise ToolError(self._failed(exc, f"tool '{tool}'")) from None
+            raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
         result = _own_meta(result)
         if key and not result.is_error:
             self._cache.put(key, result)
@@ -290,34 +286,33 @@ class Upstream:
         try:
             return _own_meta(await client.read_resource(uri))
         except MCPError as exc:
-            if exc.error.code != CONNECTION_CLOSED:
+            if not _connection_failed(exc):
                 raise  # the server's own answer, e.g. "not found"
-            raise _internal_error(self._failed(exc, f"resource '{uri}'")) from None
+            raise _internal_error(self._failed(client, exc, f"resource '{uri}'")) from None
         except Exception as exc:
-            raise _internal_error(self._failed(exc, f"resource '{uri}'")) from None
+            raise _internal_error(self._failed(client, exc, f"resource '{uri}'")) from None
 
     async def get_prompt(self, prompt: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         client = self._connected(_internal_error)
         try:
             return _own_meta(await client.get_prompt(prompt, arguments))
         except MCPError as exc:
-            if exc.error.code != CONNECTION_CLOSED:
+            if not _connection_failed(exc):
                 raise
-            raise _internal_error(self._failed(exc, f"prompt '{prompt}'")) from None
+            raise _internal_error(self._failed(client, exc, f"prompt '{prompt}'")) from None
         except Exception as exc:
-            raise _internal_error(self._failed(exc, f"prompt '{prompt}'")) from None
+            raise _internal_error(self._failed(client, exc, f"prompt '{prompt}'")) from None
 
     def _connected(self, error: Any) -> Client:
         if self._client is None or self.state != "connected":
             raise error(f"upstream server '{self.name}' is {self.describe_state()}")
         return self._client
 
-    def _failed(self, exc: Exception, what: str) -> str:
+    def _failed(self, client: Client, exc: Exception, what: str) -> str:
         """The message for a forwarded request that failed; a dropped connection also starts a reconnect."""
-        if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED:
-            return f"upstream server '{self.name}': {exc.error.message}"
-        if not isinstance(exc, TimeoutError):
-            self.lost()
+        if not _connection_failed(exc):  # the server answered, badly: e.g. a result its own schema refuses
+            return f"upstream server '{self.name}' answered {what} with an error: {describe(exc)}"
+        self.lost(client)
         return f"upstream server '{self.name}' failed during {what} ({describe(exc)}); reconnecting"
 
     # -- reporting --------------------------------------------------------------------------
@@ -334,12 +329,11 @@ class Upstream:
         return ", ".join(_count(n, kind) for kind, n in self.counts.items() if n or kind == "tools")
 
     def status_line(self) -> str:
-        where = self.table.url or shlex.join(
-            [self.table.package or ""] if self.table.type == "npm" else [self.table.command or ""]
-        )
+        where = self.table.url.split("?")[0] if self.table.url else self.table.package or self.table.command or ""
         line = f"{self.name} ({self.table.type} {where}): {self.describe_state()}"
         if self.state == "connected":
-            line += f"; {self._summary()}" + (f" ({_count(self.refused, 'tools')} refused)" if self.refused else "")
+            excluded = f" ({_count(self.refused, 'tools')} excluded by allow/deny)" if self.refused else ""
+            line += f"; {self._summary()}{excluded}"
         return "; ".join([line, *self.problems])
 
 
@@ -418,6 +412,15 @@ async def _all_pages(method: Any, field: str) -> list[Any]:
         cursor = page.next_cursor
         if not cursor:
             return items
+
+
+def _connection_failed(exc: BaseException) -> bool:
+    """Whether a failed request means the connection is gone (rather than a bad answer, or a slow one)."""
+    if isinstance(exc, MCPError):
+        return exc.error.code == CONNECTION_CLOSED or exc.error.message in LOST_SESSION
+    if isinstance(exc, TimeoutError):  # slow is not gone
+        return False
+    return isinstance(exc, OSError | httpx2.TransportError | anyio.ClosedResourceError | anyio.BrokenResourceError)
 
 
 def _count(n: int, things: str) -> str:
