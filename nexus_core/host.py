@@ -385,6 +385,8 @@ class Host:
         return category is None or (state.grants is not None and category in state.grants.categories)
 
     def _warn_unknown_tool_names(self, state: PluginState, names: set[str]) -> None:
+        if not names:  # a plugin with no registered tools publishes its tools at run time (the bridge)
+            return
         table = self.config.table(state.name)
         known = names | {table.public_name(n) for n in names}
         for key, listed in (("allow_tools", table.allow_tools), ("deny_tools", table.deny_tools)):

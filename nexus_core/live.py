@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import anyio
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import (
@@ -31,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 log = logging.getLogger("nexus")
 
 Kind = Literal["tool", "resource", "prompt"]
+NOTIFY_TIMEOUT = 2.0  # seconds one client may take to accept a list_changed notification
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,8 @@ class LiveCatalog:
             await self.events.publish(_EVENTS[kind]())
             for connection in list(self._connections):
                 try:
-                    await getattr(connection, f"send_{kind}_list_changed")()
+                    with anyio.fail_after(NOTIFY_TIMEOUT):  # a stalled client must not hold up the others
+                        await getattr(connection, f"send_{kind}_list_changed")()
                 except Exception as exc:  # a client that has gone away: forget it
                     log.debug("list_changed not delivered: %s", exc)
                     self._connections.discard(connection)
