@@ -255,13 +255,22 @@ async def _status(host: Host) -> dict[str, list[str]]:
 @cli.command()
 @config_options
 def tools(config_path: str | None, overrides: tuple[str, ...], verbose: bool) -> None:
-    """List every tool with its plugin, category and whether it is granted."""
+    """List every tool with its plugin, category and whether it is granted (bridged servers' tools too)."""
     host = _build(config_path, overrides, verbose)
+    anyio.run(_settled, host)
+    found = [(e.plugin, e.name, e.spec.category, e.refusal) for e in host.tools.values()]
+    found += [(e.plugin, e.key, e.item.category, e.refusal) for e in host.live.entries["tool"].values()]  # type: ignore[union-attr]
     rows = [("TOOL", "PLUGIN", "CATEGORY", "STATUS")]
-    for entry in sorted(host.tools.values(), key=lambda e: (e.plugin, e.name)):
-        status = "granted" if entry.refusal is None else "refused: " + entry.refusal.split(": ", 1)[-1]
-        rows.append((entry.name, entry.plugin, entry.spec.category, status))
+    for plugin, name, category, refusal in sorted(found):
+        status = "granted" if refusal is None else "refused: " + refusal.split(": ", 1)[-1]
+        rows.append((name, plugin, category, status))
     _table(rows)
+
+
+async def _settled(host: Host) -> None:
+    """Start the plugins until what they publish at run time has arrived (within their limits)."""
+    async with host.running():
+        await host.settle()
 
 
 def _table(rows: list[tuple[str, ...]]) -> None:

@@ -271,7 +271,7 @@ async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None
         assert missing.is_error and "Unknown tool" in missing.content[0].text  # type: ignore[union-attr]
 
 
-def test_nexus_plugins_shows_each_upstreams_state(tmp_path: Path) -> None:
+def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
     config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]) + down)
     out = subprocess.run(
@@ -283,6 +283,13 @@ def test_nexus_plugins_shows_each_upstreams_state(tmp_path: Path) -> None:
     assert "connected; 7 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
+
+    out = subprocess.run(
+        nexus_command("tools", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60
+    )
+    rows = {line.split()[0]: line.split(None, 3)[1:] for line in out.stdout.splitlines()[1:]}
+    assert rows["up_add"] == ["bridge", "read", "granted"]
+    assert rows["up_write_note"][:2] == ["bridge", "write"] and "matches deny pattern" in rows["up_write_note"][2]
 
 
 async def test_a_real_npm_server_is_proxied(tmp_path: Path) -> None:
