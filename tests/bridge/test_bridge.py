@@ -208,6 +208,19 @@ async def test_pings_keep_a_healthy_connection(tmp_path: Path) -> None:
         assert await client.text("up_counter") == "2 in " + first.split(" in ")[1]  # the same process
 
 
+async def test_after_giving_up_its_tools_are_withdrawn_and_a_call_says_why(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(retries=0))
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_crash")
+        await client.call_tool("up_crash", {})  # a connection that dies young, and no retries left
+        with anyio.fail_after(10):
+            while "up_echo" in await client.tool_names():
+                await anyio.sleep(0.05)
+        result = await client.call_tool("up_echo", {"text": "x"})
+        assert result.is_error
+        assert "upstream server 'up' is unavailable: gave up after 1 failed attempts" in result.content[0].text  # type: ignore[union-attr]
+
+
 async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Path) -> None:
     text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=60) + stdio_upstream("fresh")
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
@@ -273,7 +286,8 @@ async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None
 
 def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
-    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]) + down)
+    keyless = server_table("keyless", type="stdio", command="true", env={"KEY": {"env": "NEXUS_TEST_UNSET"}})
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]) + down + keyless)
     out = subprocess.run(
         nexus_command("plugins", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60
     )
@@ -283,6 +297,8 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert "connected; 7 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
+    keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))
+    assert "gave up after 1 failed attempts: KEY: environment variable NEXUS_TEST_UNSET is not set" in keyless
 
     out = subprocess.run(
         nexus_command("tools", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60

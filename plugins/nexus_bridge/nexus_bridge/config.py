@@ -37,6 +37,9 @@ class ServerTable(BaseModel):
     allow: list[str] = Field(default_factory=list, description="Globs over upstream tool names; empty = all.")
     deny: list[str] = Field(default_factory=list, description="Globs over upstream tool names.")
     enabled: bool = True
+    protocol: Literal["auto", "legacy"] = Field(
+        "auto", description="auto: probe for 2026-07-28, else the initialize handshake; legacy: the handshake only."
+    )
     retries: int = Field(5, ge=0, description="Failed connection attempts in a row before giving up.")
     backoff: float = Field(1.0, gt=0, description="Seconds before the first retry; doubles each time, up to 60.")
     connect_timeout: float = Field(30.0, gt=0)

@@ -62,6 +62,7 @@ class Upstream:
         self._client: Client | None = None
         self._signals: anyio.abc.ObjectSendStream[str] | None = None
         self._read_only: set[str] = set()  # upstream tools whose results may be cached
+        self._tools: list[LiveTool] = []  # as last published
         self._cache = ResultCache(table.cache_ttl)
 
     # -- the background task --------------------------------------------------------
@@ -69,10 +70,11 @@ class Upstream:
     async def run(self) -> None:
         delay = self.table.backoff
         while True:
+            unfixable = False
             try:
                 await self._connect_and_watch()
             except Exception as exc:
-                self.reason = describe(exc)
+                self.reason, unfixable = describe(exc), isinstance(exc, Unfixable)
             finally:
                 was_connected = self.state == "connected"
                 self._client, self._signals = None, None
@@ -83,7 +85,7 @@ class Upstream:
                 self.failures, delay, self.state = 0, self.table.backoff, "connecting"
                 continue
             self.failures += 1  # a failed attempt, or a connection that died young
-            if self.failures > self.table.retries:
+            if self.failures > self.table.retries or unfixable:
                 await self._give_up()
                 return
             self.state, self.retry_at = "down", time.monotonic() + delay
@@ -105,6 +107,7 @@ class Upstream:
         client = Client(
             self._transport(lambda: _notify(send, "lost")),
             read_timeout_seconds=self.table.timeout,
+            mode=self.table.protocol,
             message_handler=functools.partial(_on_message, send),
             client_info=CLIENT_INFO,
             cache=None,
@@ -131,9 +134,9 @@ class Upstream:
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS and _announces_changes(client.server_capabilities):
                 helpers.start_soon(self._listen, client)
             async for signal in signals:
-                if signal == "lost":
+                if signal == "lost" or "lost" in _drain(signals):
                     break
-                await self._publish(client)  # the server said its lists changed
+                await self._publish(client)  # the server said its lists changed (once for a burst)
             helpers.cancel_scope.cancel()
 
     async def _listen(self, client: Client) -> None:
@@ -170,7 +173,12 @@ class Upstream:
             "upstream '%s': giving up after %d failed attempts: %s", self.name, self.failures, self.reason
         )
         self.counts = {}
-        await self.ctx.publish(self.name)  # withdraw: its tools can no longer work
+        # Its tools are no longer listed; a call to one still gets the reason.
+        gone = [
+            LiveTool(t.definition, t.call, t.category, f"upstream server '{self.name}' is {self.describe_state()}")
+            for t in self._tools
+        ]
+        await self.ctx.publish(self.name, tools=gone)
         self.settled.set()
 
     def lost(self, client: Client) -> None:
@@ -205,7 +213,7 @@ class Upstream:
         if table.type == "npm":
             npx = shutil.which("npx")
             if npx is None:
-                raise FileNotFoundError("npx is not on PATH: install Node.js to run npm package servers")
+                raise Unfixable("npx is not on PATH: install Node.js to run npm package servers")
             command, args = npx, ["-y", table.package or "", *table.args]
         else:
             command, args = table.command or "", table.args
@@ -233,9 +241,10 @@ class Upstream:
         self._cache.clear()
         self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
         self.refused = sum(1 for tool in tools if self.refusal(tool.name))
+        self._tools = [self._live_tool(tool) for tool in tools]
         self.problems = await self.ctx.publish(
             self.name,
-            tools=[self._live_tool(tool) for tool in tools],
+            tools=self._tools,
             resources=[LiveResource(r, self.read_resource, "read") for r in [*resources, *templates]],
             prompts=[self._live_prompt(prompt) for prompt in prompts],
         )
@@ -337,6 +346,10 @@ class Upstream:
         return "; ".join([line, *self.problems])
 
 
+class Unfixable(Exception):
+    """A problem that retrying cannot fix (the bridge gives up at once), e.g. an unset environment variable."""
+
+
 class _Watched:
     """A transport's read stream that reports when it ends: the server exited or hung up."""
 
@@ -399,6 +412,15 @@ async def _on_message(signals: anyio.abc.ObjectSendStream[str], message: Any) ->
         _notify(signals, "changed")
 
 
+def _drain(signals: anyio.abc.ObjectReceiveStream[str]) -> list[str]:
+    """The signals already queued, so that a burst of changes costs one relist."""
+    queued = []
+    with contextlib.suppress(anyio.WouldBlock):
+        while True:
+            queued.append(signals.receive_nowait())
+    return queued
+
+
 def _notify(signals: anyio.abc.ObjectSendStream[str], signal: str) -> None:
     with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
         signals.send_nowait(signal)
@@ -448,7 +470,7 @@ def _resolve(name: str, value: str | EnvRef) -> str:
         return value
     resolved = value.resolve()
     if resolved is None:
-        raise LookupError(f"{name}: environment variable {value.env} is not set")
+        raise Unfixable(f"{name}: environment variable {value.env} is not set")
     return resolved
 
 
@@ -463,4 +485,4 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         return exc.error.message
     text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, TimeoutError | LookupError) else f"{type(exc).__name__}: {text}"
+    return text if isinstance(exc, TimeoutError | Unfixable) else f"{type(exc).__name__}: {text}"
