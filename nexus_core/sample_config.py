@@ -59,4 +59,11 @@ def sample_config(host: Host) -> str:
                 ),
             )
         )
+        parts.append(_own_sample(state.ctx.config if state.ctx else None))
     return "".join(parts)
+
+
+def _own_sample(config: object) -> str:
+    """The plugin's own keys, commented: its config model's ``SAMPLE`` text, when it has one."""
+    sample = getattr(type(config), "SAMPLE", "")
+    return "".join(f"# {line}\n" if line else "#\n" for line in sample.strip().splitlines())

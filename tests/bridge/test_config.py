@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import nexus_bridge
+from nexus_bridge.config import BridgeConfig
 from nexus_core import PluginError
 from nexus_core.host import Host
 
@@ -57,3 +59,8 @@ def test_a_good_table_builds(make_host: Callable[..., Host]) -> None:
     host = build(make_host, servers)
     assert host.plugins["bridge"].status == "ok"
     assert sorted(host.plugins["bridge"].ctx.config.servers) == ["fs", "kg", "old", "web"]  # type: ignore[union-attr]
+
+
+def test_the_sample_nexus_config_init_writes_is_a_valid_table() -> None:
+    table = tomllib.loads("[plugins.bridge]\n" + BridgeConfig.SAMPLE)["plugins"]["bridge"]
+    assert sorted(BridgeConfig.model_validate(table).servers) == ["memory", "search"]

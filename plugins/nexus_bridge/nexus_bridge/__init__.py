@@ -22,7 +22,11 @@ SETTLE_LIMIT = 30.0  # seconds nexus_status waits for first connections
 @hookimpl
 def nexus_permission_categories() -> list[Category]:
     return [
-        Category(name="read", description="Upstream tools marked read-only, and upstream resources.", default=True),
+        Category(
+            name="read",
+            description="Upstream tools marked read-only, and upstream resources and prompts.",
+            default=True,
+        ),
         Category(
             name="write",
             description="Every other upstream tool (mounting a server is the opt-in; omit to mount it read-only).",

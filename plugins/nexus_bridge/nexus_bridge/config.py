@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -72,6 +72,17 @@ class ServerTable(BaseModel):
 
 
 class BridgeConfig(PluginConfig):
+    SAMPLE: ClassVar[str] = """
+startup_wait = 5                # seconds the first tools/list waits for servers still connecting
+[plugins.bridge.servers.memory]   # its tools appear as memory_<name>; see nexus-bridge's README
+type = "npm"                      # stdio | npm | http | sse
+package = "@modelcontextprotocol/server-memory"
+deny = ["delete_*"]               # globs over the server's own tool names
+[plugins.bridge.servers.search]
+type = "http"
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = { env = "SEARCH_TOKEN" } }
+"""
     servers: dict[str, ServerTable] = Field(default_factory=dict)
     startup_wait: float = Field(
         5.0, ge=0, description="Seconds the first tools/list (or call) waits for servers still connecting."
