@@ -146,6 +146,9 @@ class NexusServer(MCPServer[Any]):
             if getattr(result, "is_error", False):
                 outcome, error = "error", _result_text(result)
             return result
+        except anyio.get_cancelled_exc_class():
+            outcome, error = "cancelled", "the call was cancelled"
+            raise
         except Exception as exc:
             outcome, error = ("error" if outcome == "ok" else outcome), str(exc)
             raise
@@ -230,13 +233,13 @@ class Host:
         self._owners: dict[str, str] = {}  # "tool 'name'" -> plugin, across all plugins
         self.live = LiveCatalog(self._owners)
         self._background: TaskGroup | None = None
-        self._task_done: list[anyio.Event] = []  # one per background task, set when it ends
         self._pending: list[tuple[anyio.Event, float]] = []  # (what plugins are about to publish, deadline)
         self.audit = AuditLog(
             config.resolve_path(config.server.data_dir) / "audit.jsonl" if config.server.audit.enabled else None,
             include_arguments=config.server.audit.include_arguments,
         )
-        self._started: set[str] = set()
+        self._started: list[str] = []  # in start order
+        self._stopped: anyio.Event | None = None  # set once running() has stopped every plugin
         self.server: NexusServer  # set by build()
 
     # -- building -----------------------------------------------------------------
@@ -404,6 +407,7 @@ class Host:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Host]:
         """Start every plugin, serve (with the plugins' background tasks), then stop them in reverse order."""
+        stopped = self._stopped = anyio.Event()
         try:
             async with anyio.create_task_group() as background:
                 self._background = background
@@ -416,33 +420,32 @@ class Host:
         finally:
             await self._stop_plugins()
             self.audit.close()
+            stopped.set()
 
     async def _start_plugins(self) -> None:
         for state in self.active():
             try:
                 await _maybe_await(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))
-                self._started.add(state.name)
+                self._started.append(state.name)
             except Exception as exc:
                 log.debug("startup of %s raised", state.name, exc_info=True)
                 state.fail(f"startup failed: {type(exc).__name__}: {exc}")
 
     async def stop(self, grace: float = 10.0) -> None:
-        """Stop from outside the serving task (on SIGTERM): background work first (up to ``grace`` s), then plugins."""
-        if self._background is not None:
-            self._background.cancel_scope.cancel()
-        with anyio.move_on_after(grace):
-            for done in self._task_done:
-                await done.wait()
-        await self._stop_plugins()
-        self.audit.close()
+        """Stop serving from outside the serving task (on SIGTERM), and wait (up to ``grace`` s)
+        until ``running()`` has ended the background work and stopped every plugin."""
+        if self._background is not None and self._stopped is not None:
+            self._background.cancel_scope.cancel()  # this scope also holds the serving itself
+            with anyio.move_on_after(grace):
+                await self._stopped.wait()
 
     async def _stop_plugins(self) -> None:
-        for name in reversed(list(self._started)):
+        while self._started:  # popped one by one: each plugin is stopped once, last started first
+            name = self._started.pop()
             try:
                 await _maybe_await(self.pm.call_one(name, "nexus_shutdown", ctx=self.plugins[name].ctx))
             except Exception:
                 log.exception("shutdown of plugin '%s' failed", name)
-        self._started.clear()
 
     async def status(self) -> dict[str, list[str]]:
         """Each running plugin's own account of its state (``nexus_status``), e.g. its connections."""
@@ -461,16 +464,11 @@ class Host:
         if self._background is None:
             raise PluginError(plugin, f"cannot start '{name}': the server is not running")
 
-        done = anyio.Event()
-        self._task_done.append(done)
-
         async def run() -> None:
             try:
                 await fn()
             except Exception:
                 log.exception("background task '%s' of plugin '%s' failed", name, plugin)
-            finally:
-                done.set()
 
         self._background.start_soon(run, name=f"{plugin}:{name}")
 

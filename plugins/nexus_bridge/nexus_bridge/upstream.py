@@ -30,7 +30,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_bridge.config import ServerTable, prefix_of
@@ -161,8 +161,8 @@ class Upstream:
                     else:
                         await client.session.send_ping()
             except Exception as exc:
-                if modern and isinstance(exc, MCPError) and not _connection_failed(exc):
-                    continue
+                if modern and isinstance(exc, MCPError) and not _connection_failed(exc) and exc.code != REQUEST_TIMEOUT:
+                    continue  # an answer, even an error, means the server is there
                 self.ctx.log.warning("upstream '%s' did not answer a ping: %s", self.name, describe(exc))
                 self.lost(client)
                 return
