@@ -86,11 +86,16 @@ class PluginTable(BaseModel):
 
     def public_name(self, name: str) -> str:
         """A tool's or prompt's name as clients see it: with ``prefix_`` when the table sets one."""
-        return f"{self.prefix}_{name}" if self.prefix else name
+        return prefixed(self.prefix, name)
 
     @property
     def plugin_keys(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+
+def prefixed(prefix: str | None, name: str) -> str:
+    """``prefix_name``, or ``name`` when there is no prefix: the one rule for prefixed tool and prompt names."""
+    return f"{prefix}_{name}" if prefix else name
 
 
 class NexusConfig(Strict):

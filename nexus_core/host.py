@@ -425,7 +425,7 @@ class Host:
     async def _start_plugins(self) -> None:
         for state in self.active():
             try:
-                await _maybe_await(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))
+                await _awaited(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))
                 self._started.append(state.name)
             except Exception as exc:
                 log.debug("startup of %s raised", state.name, exc_info=True)
@@ -443,7 +443,7 @@ class Host:
         while self._started:  # popped one by one: each plugin is stopped once, last started first
             name = self._started.pop()
             try:
-                await _maybe_await(self.pm.call_one(name, "nexus_shutdown", ctx=self.plugins[name].ctx))
+                await _awaited(self.pm.call_one(name, "nexus_shutdown", ctx=self.plugins[name].ctx))
             except Exception:
                 log.exception("shutdown of plugin '%s' failed", name)
 
@@ -574,11 +574,8 @@ def _first(results: list[Any]) -> Any:
     return next((r for r in results if r is not None), None)
 
 
-async def _maybe_await(results: list[Any]) -> None:
-    await _awaited(results)
-
-
 async def _awaited(results: Iterable[Any]) -> list[Any]:
+    """Hook results, each awaited when a hook was async."""
     return [await r if inspect.isawaitable(r) else r for r in results]
 
 

@@ -97,22 +97,25 @@ class LiveCatalog:
         Returns the problems (entries refused because another plugin or group
         serves the name) and the kinds of list that changed.
         """
-        before = self._group(plugin, group)
-        for table in self.entries.values():
-            for key in [k for k, e in table.items() if (e.plugin, e.group) == (plugin, group)]:
-                del table[key]
-                self._templates.pop(key, None)
-        problems = []
+        removed = [
+            table.pop(key)
+            for table in self.entries.values()
+            for key in [k for k, e in table.items() if (e.plugin, e.group) == (plugin, group)]
+        ]
+        for entry in removed:
+            self._templates.pop(entry.key, None)
+        problems, added = [], []
         for entry in published:
             if owner := self._owner(entry):
                 problems.append(f"{entry.kind} '{entry.key}' is not served: {owner} already serves that name")
                 continue
             self.entries[entry.kind][entry.key] = entry
+            added.append(entry)
             if isinstance(entry.definition, types.ResourceTemplate):
                 with contextlib.suppress(ValueError):  # a template the SDK cannot parse is listed, never matched
                     self._templates[entry.key] = UriTemplate.parse(entry.key)
-        after = self._group(plugin, group)
-        changed = {kind for kind in self.entries if before[kind] != after[kind]}
+        before, after = _comparable(removed), _comparable(added)
+        changed = {kind for kind in self.entries if before.get(kind) != after.get(kind)}
         return problems, changed
 
     def _owner(self, entry: Published) -> str | None:
@@ -121,17 +124,6 @@ class LiveCatalog:
         if other := self.entries[entry.kind].get(entry.key):
             return f"plugin '{other.plugin}' ({other.group})"
         return None
-
-    def _group(self, plugin: str, group: str) -> dict[Kind, list[tuple[str, str, str | None]]]:
-        """The group's entries in a comparable form, to tell which lists changed."""
-        return {
-            kind: sorted(
-                (e.key, e.definition.model_dump_json(), e.refusal)
-                for e in table.values()
-                if (e.plugin, e.group) == (plugin, group)
-            )
-            for kind, table in self.entries.items()
-        }
 
     # -- what the server asks -----------------------------------------------------
 
@@ -174,6 +166,14 @@ class LiveCatalog:
                 except Exception as exc:  # a client that has gone away: forget it
                     log.debug("list_changed not delivered: %s", exc)
                     self._connections.discard(connection)
+
+
+def _comparable(entries: Iterable[Published]) -> dict[Kind, list[tuple[str, str, str | None]]]:
+    """Entries by kind in a form that compares by content, to tell which lists changed."""
+    by_kind: dict[Kind, list[tuple[str, str, str | None]]] = {}
+    for e in entries:
+        by_kind.setdefault(e.kind, []).append((e.key, e.definition.model_dump_json(), e.refusal))
+    return {kind: sorted(items) for kind, items in by_kind.items()}
 
 
 _EVENTS = {"tool": ToolsListChanged, "resource": ResourcesListChanged, "prompt": PromptsListChanged}

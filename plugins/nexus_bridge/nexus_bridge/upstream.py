@@ -19,7 +19,7 @@ import os
 import shutil
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -35,7 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_bridge.config import ServerTable, prefix_of
 from nexus_core import PluginContext, ToolError
-from nexus_core.config import EnvRef
+from nexus_core.config import EnvRef, prefixed
 from nexus_core.live import LivePrompt, LiveResource, LiveTool
 
 MAX_BACKOFF = 60.0
@@ -56,7 +56,6 @@ class Upstream:
         self.retry_at: float | None = None
         self._since = 0.0  # when the current connection was made
         self.counts: dict[str, int] = {}
-        self.refused = 0  # tools the allow/deny patterns exclude
         self.problems: list[str] = []
         self.settled = anyio.Event()  # set once the first attempt has ended, either way
         self._client: Client | None = None
@@ -240,7 +239,6 @@ class Upstream:
         self._read_only = {t.name for t in tools if _cacheable(t)}
         self._cache.clear()
         self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
-        self.refused = sum(1 for tool in tools if self.refusal(tool.name))
         self._tools = [self._live_tool(tool) for tool in tools]
         self.problems = await self.ctx.publish(
             self.name,
@@ -250,7 +248,7 @@ class Upstream:
         )
 
     def _public(self, name: str) -> str:
-        return f"{self.prefix}_{name}" if self.prefix else name
+        return prefixed(self.prefix, name)
 
     def _live_tool(self, tool: types.Tool) -> LiveTool:
         read_only = bool(tool.annotations and tool.annotations.read_only_hint)
@@ -291,26 +289,20 @@ class Upstream:
         return result
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        client = self._connected(_internal_error)
-        try:
-            return _own_meta(await client.read_resource(uri))
-        except MCPError as exc:
-            if not _connection_failed(exc):
-                raise  # the server's own answer, e.g. "not found"
-            raise _internal_error(self._failed(client, exc, f"resource '{uri}'")) from None
-        except Exception as exc:
-            raise _internal_error(self._failed(client, exc, f"resource '{uri}'")) from None
+        return await self._request(f"resource '{uri}'", lambda client: client.read_resource(uri))
 
     async def get_prompt(self, prompt: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        return await self._request(f"prompt '{prompt}'", lambda client: client.get_prompt(prompt, arguments))
+
+    async def _request(self, what: str, send: Callable[[Client], Awaitable[ResultT]]) -> ResultT:
+        """A resource or prompt request: the server's own errors (e.g. "not found") pass through as they are."""
         client = self._connected(_internal_error)
         try:
-            return _own_meta(await client.get_prompt(prompt, arguments))
-        except MCPError as exc:
-            if not _connection_failed(exc):
-                raise
-            raise _internal_error(self._failed(client, exc, f"prompt '{prompt}'")) from None
+            return _own_meta(await send(client))
         except Exception as exc:
-            raise _internal_error(self._failed(client, exc, f"prompt '{prompt}'")) from None
+            if isinstance(exc, MCPError) and not _connection_failed(exc):
+                raise
+            raise _internal_error(self._failed(client, exc, what)) from None
 
     def _connected(self, error: Any) -> Client:
         if self._client is None or self.state != "connected":
@@ -341,7 +333,8 @@ class Upstream:
         where = self.table.url.split("?")[0] if self.table.url else self.table.package or self.table.command or ""
         line = f"{self.name} ({self.table.type} {where}): {self.describe_state()}"
         if self.state == "connected":
-            excluded = f" ({_count(self.refused, 'tools')} excluded by allow/deny)" if self.refused else ""
+            refused = sum(1 for tool in self._tools if tool.refusal)
+            excluded = f" ({_count(refused, 'tools')} excluded by allow/deny)" if refused else ""
             line += f"; {self._summary()}{excluded}"
         return "; ".join([line, *self.problems])
 
