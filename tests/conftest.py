@@ -70,11 +70,14 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def stdio_session(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> AsyncIterator[Any]:
+async def stdio_session(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, message_handler: Any = None
+) -> AsyncIterator[Any]:
     """An initialized ``ClientSession`` with ``nexus serve ARGS`` as a subprocess (the classic handshake)."""
     command = nexus_command("serve", *args)
     params = StdioServerParameters(command=command[0], args=command[1:], env=env or server_env(), cwd=cwd)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    session_args = {"message_handler": message_handler} if message_handler else {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write, **session_args) as session:
         await session.initialize()
         yield session
 

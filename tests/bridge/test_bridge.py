@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 
-from tests.conftest import free_port, nexus_command, server_env, wait_listening, write_config
+from tests.conftest import free_port, nexus_command, server_env, stdio_session, wait_listening, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -87,10 +87,7 @@ async def nexus(config: Path, env: dict[str, str] | None = None) -> AsyncIterato
         if isinstance(message, types.ToolListChangedNotification):
             changes.append("tools")
 
-    command = nexus_command("serve", "--config", str(config))
-    params = StdioServerParameters(command=command[0], args=command[1:], env=env or server_env(), cwd=config.parent)
-    async with stdio_client(params) as (read, write), ClientSession(read, write, message_handler=on_message) as s:
-        await s.initialize()
+    async with stdio_session("--config", str(config), cwd=config.parent, env=env, message_handler=on_message) as s:
         yield Session(s, changes)
 
 
