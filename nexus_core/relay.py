@@ -139,17 +139,23 @@ class Relay:
         self.sock = self._connected()
 
     def _connected(self) -> socket.socket:
-        sock = self._dial() or self._start()
-        welcome = self._greet(sock)
-        if welcome.get("nexus") == "restart":  # the server was stale (an upgrade, an edited config): it exits
-            sock.close()
-            self._wait_gone()
+        """A greeted connection; a server that is dying (its socket still accepting) or stale is waited out."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
             sock = self._dial() or self._start()
-            welcome = self._greet(sock)
-        if welcome.get("nexus") != "welcome":
+            try:
+                welcome = self._greet(sock)
+            except OSError:  # reset: it died between accepting and answering
+                welcome = {"nexus": "restart"}
+            if welcome.get("nexus") == "welcome":
+                return sock
             sock.close()
-            raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}")
-        return sock
+            if welcome.get("nexus") != "restart":
+                raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}")
+            if time.monotonic() > deadline:
+                raise RelayError(f"the shared server kept restarting (log: {self.files['log']})")
+            self._wait_gone()  # a stale server (an upgrade, an edited config) exits: then start a new one
+            time.sleep(0.05)
 
     def start_only(self) -> None:
         """Start the shared server if none listens (``nexus server start``)."""

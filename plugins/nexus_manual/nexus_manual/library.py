@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write
+from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write, locked
 from nexus_manual import frontmatter
 from nexus_manual.names import MANUAL_NAME, check_entity_name
 from nexus_manual.sections import Heading, outline
@@ -71,7 +71,8 @@ class Library:
         self.name = name
         self.folder = Path(folder).expanduser()
         self.paths = paths
-        self.lock = threading.RLock()  # one writer at a time: edits are read-modify-write
+        # One writer at a time, across threads and server processes: edits are read-modify-write.
+        self.lock = locked(self.folder.absolute())
         self._outlines: OrderedDict[Path, Outline] = OrderedDict()
         self._outlines_lock = threading.Lock()
 
