@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from nexus_core import locate, runtime
 
+DRAIN_TIMEOUT = 60.0  # seconds the relay still waits for answers once the client has closed its input
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
 REPLAY_ID = "nexus-relay-replay"
 IN_FLIGHT_ERROR = -32603
@@ -214,6 +215,9 @@ class Relay:
         for line in iter(stdin.readline, b""):
             if line.strip():
                 self._to_server(line if line.endswith(b"\n") else line + b"\n")
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while (self.pending or self.backlog) and time.monotonic() < deadline:  # answer what was asked
+            time.sleep(0.01)
         with self.lock, contextlib.suppress(OSError):
             self.closing = True
             if self.sock is not None:
