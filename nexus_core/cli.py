@@ -188,9 +188,9 @@ def serve(
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
     process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in roots)
-    process_session().profile = profile
     try:
         config = _with_libraries(load(config_path, overrides, verbose), libraries)
+        process_session().profile = config.profile(profile) if profile else None
         host = build_with_frozen_gc(config)
         _report(host)
         if transport == "stdio":

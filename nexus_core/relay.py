@@ -152,7 +152,7 @@ class Relay:
                 return sock
             sock.close()
             if welcome.get("nexus") != "restart":
-                raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}")
+                raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}", 2)
             if time.monotonic() > deadline:
                 raise RelayError(f"the shared server kept restarting (log: {self.files['log']})")
             self._wait_gone()  # a stale server (an upgrade, an edited config) exits: then start a new one
