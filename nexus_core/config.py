@@ -46,7 +46,7 @@ class EnvRef(Strict):
 
 class HttpConfig(Strict):
     host: str = "127.0.0.1"
-    port: int = Field(8765, ge=0, le=65535)
+    port: int = Field(8766, ge=0, le=65535)
     path: str = "/mcp"
     token: EnvRef | None = None
     allowed_origins: list[str] = Field(default_factory=list, description="Origins allowed besides loopback.")

@@ -16,7 +16,7 @@ def test_defaults_without_any_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     config = load_config()
     assert config.source == "defaults"
-    assert config.server.http.host == "127.0.0.1" and config.server.http.port == 8765
+    assert config.server.http.host == "127.0.0.1" and config.server.http.port == 8766
     assert config.roots_for("files") == [Path.cwd()]
 
 
