@@ -78,7 +78,7 @@ async def run(base: Path) -> None:
         names = ["target", "renamed", "target", "renamed", "target"]
         for old, new in itertools.pairwise(names):
             t = time.perf_counter()
-            result = await client.call_tool("rename_entity", {"library_name": "lib", "old": old, "new": new})
+            result = await client.call_tool("rename_entity", {"library_name": "lib", "old_name": old, "new_name": new})
             renames.append(time.perf_counter() - t)
             assert not result.is_error, result.content[0].text
             assert len(result.structured_content["files_updated"]) == LINKING

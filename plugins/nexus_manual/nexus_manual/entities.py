@@ -31,7 +31,16 @@ from nexus_manual.names import (
     normalize_heading,
 )
 from nexus_manual.relations import dedupe_relations, redirect_library, relation_list
-from nexus_manual.sections import Heading, append_block, find_section, insert_after, matching_sections, replace_exact
+from nexus_manual.sections import (
+    Heading,
+    Splice,
+    append_block,
+    edit,
+    find_section,
+    insert_after,
+    matching_sections,
+    replace_exact,
+)
 
 _MANAGED = {"aliases", "relations", frontmatter.DATE_CREATED, frontmatter.DATE_MODIFIED}
 
@@ -152,20 +161,21 @@ def _region(doc: Doc, in_section: str | None) -> tuple[int, int, str]:
     return h.body_start, h.end, f"section '{h.text}' of entity '{doc.name}'"
 
 
-def _save(lib: Library, doc: Doc, text: str, message: str) -> Changed:
+def _save(lib: Library, doc: Doc, splice: Splice, message: str) -> Changed:
+    text = edit(doc.text, doc.headings, doc.parts.body_start, splice)
     lib.write(lib.entity_path(doc.name, write=True), frontmatter.touch(text))
     return Changed(library=lib.name, changed=[doc.name], message=message)
 
 
 def add_content(lib: Library, name: str, content: str, in_section: str | None, after: str | None) -> Changed:
     if not content.strip():
-        raise ToolError("content is empty")
+        raise ToolError("new_content is empty")
     with lib.lock:
         doc = lib.read(name)
         if after:
             start, end, where = _region(doc, in_section)
-            text = insert_after(doc.text, after, content, start, end, where)
-            return _save(lib, doc, text, f"inserted after the given text in {where}")
+            splice = insert_after(doc.text, after, content, start, end, where)
+            return _save(lib, doc, splice, f"inserted after the given text in {where}")
         if in_section and in_section.strip():
             _region(doc, in_section)  # refuses 'frontmatter'
             h = find_section(doc.headings, in_section, f"entity '{name}'")
@@ -202,9 +212,10 @@ def replace_section(lib: Library, name: str, old_heading: str, new_heading: str,
         h = find_section(doc.headings, old_heading, f"entity '{name}'")
         line = heading_line(new_heading, h.level) if new_heading.strip() else doc.text[h.start : h.body_start]
         block = line + ("\n" + new_body.strip("\n") + "\n" if new_body.strip() else "")
-        rest = doc.text[h.end :]
-        text = doc.text[: h.start] + block + ("\n" if rest else "") + rest.lstrip("\n")
-        return _save(lib, doc, text, f"replaced section '{h.text}' (subsections included)")
+        more = "\n" if h.end < len(doc.text) else ""  # a blank line before the next heading
+        return _save(
+            lib, doc, Splice(h.start, h.end, block + more), f"replaced section '{h.text}' (subsections included)"
+        )
 
 
 # -- renaming and merging ------------------------------------------------------------
@@ -225,7 +236,7 @@ def rename(lib: Library, old: str, new: str) -> RenameResult:
         changed = redirect_library(lib, {old: new}, skip={old})
         lib.remove(old_path)
         lib.log_journey({"action": "rename", "from": old, "to": new, "files_updated": len(changed)})
-    return RenameResult(library=lib.name, old=old, new=new, files_updated=[n for n in changed if n != new])
+    return RenameResult(library=lib.name, old_name=old, new_name=new, files_updated=[n for n in changed if n != new])
 
 
 def _aliases(data: dict[str, Any]) -> list[Any]:

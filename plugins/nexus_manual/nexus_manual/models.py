@@ -24,7 +24,7 @@ class Edge(BaseModel):
 
 class NewEntity(BaseModel):
     name: str = Field(min_length=1, description="The entity's name, which is also its file name without '.md'.")
-    entity_type: str = Field("", description="What it is, e.g. 'person', 'project', 'concept'.")
+    entity_type: str = Field(min_length=1, description="What it is, e.g. 'person', 'project', 'decision'.")
     aliases: list[str] = Field(default_factory=list, description="Other names it goes by.")
     relations: list[Relation] = Field(default_factory=list, description="Relations to existing entities.")
     content: str = Field("", description="The Markdown body (headings and text).")
@@ -87,8 +87,8 @@ class Changed(BaseModel):
 
 class RenameResult(BaseModel):
     library: str
-    old: str
-    new: str
+    old_name: str
+    new_name: str
     files_updated: list[str] = Field(description="Other files whose relations or wikilinks now point to the new name.")
 
 
