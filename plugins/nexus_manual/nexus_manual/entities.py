@@ -41,6 +41,7 @@ from nexus_manual.sections import (
     matching_sections,
     replace_exact,
 )
+from nexus_manual.skeleton import recommended, skeleton
 
 _MANAGED = {"aliases", "relations", frontmatter.DATE_CREATED, frontmatter.DATE_MODIFIED}
 
@@ -117,7 +118,8 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
         dangling = [f"{e.name} -> {r.to}" for e in entities for r in e.relations if r.to not in known]
         if dangling:
             raise ToolError(f"relations to entities that do not exist: {', '.join(dangling)}; create them first")
-        stamp = frontmatter.now()
+        plans = _skeletons(lib, [e.entity_type for e in entities if not e.content.strip()])
+        stamp, notes = frontmatter.now(), []
         for e in entities:
             data: dict[str, Any] = {
                 "entity_type": e.entity_type,
@@ -126,9 +128,20 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
                 frontmatter.DATE_CREATED: stamp,
                 frontmatter.DATE_MODIFIED: stamp,
             }
-            body = e.content.strip("\n") + "\n" if e.content.strip() else ""
+            if e.content.strip():
+                body = e.content.strip("\n") + "\n"
+            else:
+                sections, learned = plans[e.entity_type.strip().casefold()]
+                body = skeleton(e.name, sections)
+                source = f"sections other '{e.entity_type}' entities use" if learned else "a default outline"
+                notes.append(f"'{e.name}' starts with {source}: {', '.join(sections)}")
             lib.write(lib.entity_path(e.name, write=True), frontmatter.render(data, body))
-    return Changed(library=lib.name, changed=names, message=f"created {len(names)} entities")
+    return Changed(library=lib.name, changed=names, message="; ".join([f"created {len(names)} entities", *notes]))
+
+
+def _skeletons(lib: Library, types: list[str]) -> dict[str, tuple[list[str], bool]]:
+    """Per entity type (casefolded): the sections a new entity without content starts with, and if learned."""
+    return {t.strip().casefold(): recommended(lib, t) for t in dict.fromkeys(types)}
 
 
 def delete_entities(lib: Library, names: list[str]) -> Changed:

@@ -27,7 +27,11 @@ class NewEntity(BaseModel):
     entity_type: str = Field(min_length=1, description="What it is, e.g. 'person', 'project', 'decision'.")
     aliases: list[str] = Field(default_factory=list, description="Other names it goes by.")
     relations: list[Relation] = Field(default_factory=list, description="Relations to existing entities.")
-    content: str = Field("", description="The Markdown body (headings and text).")
+    content: str = Field(
+        "",
+        description="The Markdown body. Left empty, the entity starts with a skeleton: the sections other entities "
+        "of its type use, most common first (a small default outline when there are none).",
+    )
 
 
 class EntityList(BaseModel):
