@@ -44,14 +44,19 @@ def register_resources(register: ResourceRegistrar, ctx: PluginContext, libs: Li
                 raise ResourceNotFoundError(
                     f"library '{library}' has no manual yet ({MANUAL_NAME}.md); add_manual_section creates it"
                 )
-            return lib.load(MANUAL_NAME, path).text
+            return lib.read_text(MANUAL_NAME, path)
 
         return _resource_errors(read)
 
     def entity(library: str, entity: str) -> str:
         """One entity of a library: its whole Markdown file, front matter included ('.md' may be left off)."""
         name = entity.removesuffix(".md")
-        return _resource_errors(lambda: libs.get(library).read(name).text)
+
+        def read() -> str:
+            lib = libs.get(library)
+            return lib.read_text(name, lib.require([name])[0])
+
+        return _resource_errors(read)
 
     # The manual first: the SDK tries templates in order, and {entity} would match 'meta.md' too.
     register(
@@ -87,7 +92,7 @@ def register_prompts(register: PromptRegistrar, ctx: PluginContext, libs: Librar
             else ""
         )
         if path.is_file():
-            text = lib.load(MANUAL_NAME, path).text
+            text = lib.read_text(MANUAL_NAME, path)
             cut = len(text) > BRIEFING_MANUAL_CHARS
             manual = (
                 "Its manual (meta.md) says how the library is kept; follow it:\n\n"

@@ -24,7 +24,7 @@ DEFAULT_SECTIONS = {
 }
 GENERIC_SECTIONS = ("Summary", "Notes")
 MAX_SECTIONS = 12
-MAX_SAMPLES = 500  # entities of the type read to learn its sections; enough to rank them
+MAX_SAMPLES = 200  # entities of the type read to learn its sections: enough to rank them
 
 
 @dataclass
