@@ -15,6 +15,7 @@ from nexus_core.atomic import atomic_write
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
 from nexus_core.hookspecs import hookimpl
 from nexus_core.live import LivePrompt, LiveResource, LiveTool
+from nexus_core.locks import locked
 from nexus_core.permissions import Category, PathPolicy
 from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
 
@@ -36,4 +37,5 @@ __all__ = [
     "ToolRegistrar",
     "atomic_write",
     "hookimpl",
+    "locked",
 ]

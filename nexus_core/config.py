@@ -1,14 +1,19 @@
 """Reading ``nexus.toml``: where it is found, what every key means, and clear errors.
 
 Every key is optional. The file is searched for in this order: ``--config``,
-``$NEXUS_CONFIG``, ``./nexus.toml``, then the user config dir.
+``$NEXUS_CONFIG``, ``./nexus.toml`` when its folder is trusted, then the user
+config dir. A ``./nexus.toml`` in a folder the user has not trusted (``nexus
+trust PATH``) only narrows the chosen config for the session launched there
+(see ``narrowing``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +28,36 @@ CONFIG_NAME = "nexus.toml"
 
 def user_config_path() -> Path:
     return Path(platformdirs.user_config_dir("nexus")) / CONFIG_NAME
+
+
+def trust_path() -> Path:
+    """The folders whose own ``nexus.toml`` the user trusts, kept beside the user config."""
+    return user_config_path().parent / "trusted.toml"
+
+
+def trusted_folders() -> list[Path]:
+    try:
+        data = tomllib.loads(trust_path().read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    return [Path(f) for f in data.get("folders", []) if isinstance(f, str)]
+
+
+def is_trusted(folder: Path) -> bool:
+    return Path(os.path.realpath(folder)) in trusted_folders()
+
+
+def trust(folder: Path) -> Path:
+    """Record ``folder`` as trusted: its own ``nexus.toml`` is then a full config. Returns the real folder."""
+    from nexus_core.atomic import atomic_write
+
+    real = Path(os.path.realpath(folder))
+    folders = sorted({*map(str, trusted_folders()), str(real)})
+    lines = "".join(f"    {json.dumps(f)},\n" for f in folders)
+    target = trust_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, f"# Folders whose own nexus.toml Nexus trusts (nexus trust PATH).\nfolders = [\n{lines}]\n")
+    return real
 
 
 def default_data_dir() -> Path:
@@ -62,6 +97,7 @@ class ServerConfig(Strict):
     data_dir: Path = Field(default_factory=default_data_dir)
     roots: list[Path] | None = None
     deny_paths: list[str] = Field(default_factory=list)
+    deny_secrets: bool = Field(True, description="Hide the built-in list of secret files (nexus_core/sensitive.py).")
     plugin_dirs: list[Path] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     http: HttpConfig = Field(default_factory=HttpConfig)
@@ -122,10 +158,10 @@ class NexusConfig(Strict):
         path = path.expanduser()
         return path if path.is_absolute() else (self.base_dir / path)
 
-    def roots_for(self, plugin: str) -> list[Path]:
-        """The plugin's own roots, else ``[server] roots``, else the folder the server started in."""
+    def roots_for(self, plugin: str) -> list[Path] | None:
+        """The plugin's own roots, else ``[server] roots``; None: each session's (see ``sessions``)."""
         roots = self.table(plugin).roots or self.server.roots
-        return [self.resolve_path(r) for r in roots] if roots else [Path.cwd()]
+        return [self.resolve_path(r) for r in roots] if roots else None
 
     def deny_paths_for(self, plugin: str) -> list[str]:
         return [*self.server.deny_paths, *self.table(plugin).deny_paths]
@@ -135,7 +171,7 @@ class NexusConfig(Strict):
 
         A model allowed to write these could grant itself permissions or load code at the next start.
         """
-        files = [Path.cwd() / CONFIG_NAME, user_config_path().parent, self.resolve_path(self.server.data_dir)]
+        files = [user_config_path().parent, self.resolve_path(self.server.data_dir)]
         return [*files, *([self.path] if self.path else []), *map(self.resolve_path, self.server.plugin_dirs)]
 
     def data_dir_for(self, plugin: str) -> Path:
@@ -143,26 +179,38 @@ class NexusConfig(Strict):
         return self.resolve_path(own) if own else self.resolve_path(self.server.data_dir) / plugin
 
 
-def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """The config file to read, or None to run on defaults. An explicit path must exist."""
-    for candidate, must_exist in (
-        (explicit, True),
-        (os.environ.get(CONFIG_ENV), True),
-        (CONFIG_NAME, False),
-        (user_config_path(), False),
-    ):
-        if not candidate:
-            continue
-        path = Path(candidate).expanduser()
-        if path.is_file():
-            return path.resolve()
-        if must_exist:
-            raise ConfigError(str(path), "", "config file not found")
-    return None
+@dataclass(frozen=True)
+class ConfigChoice:
+    """The config file to read (None: defaults), and an untrusted ``./nexus.toml`` that narrows it."""
+
+    path: Path | None
+    narrowing: Path | None = None
+
+
+def find_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> ConfigChoice:
+    """Where the config comes from when launched in ``cwd``. An explicit path must exist."""
+    for candidate in (explicit, os.environ.get(CONFIG_ENV)):
+        if candidate:
+            path = Path(candidate).expanduser()
+            if not path.is_file():
+                raise ConfigError(str(path), "", "config file not found")
+            return ConfigChoice(path.resolve())
+    local = (cwd or Path.cwd()) / CONFIG_NAME
+    user = user_config_path()
+    base = user.resolve() if user.is_file() else None
+    if local.is_file() and local.resolve() != base:
+        if is_trusted(local.parent):
+            return ConfigChoice(local.resolve())
+        return ConfigChoice(base, narrowing=local.resolve())
+    return ConfigChoice(base)
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> NexusConfig:
-    path = find_config(explicit)
+    return read_config(find_config(explicit).path)
+
+
+def read_config(path: Path | None) -> NexusConfig:
+    """The config in ``path``, or the defaults when None."""
     if path is None:
         return NexusConfig()
     try:

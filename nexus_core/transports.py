@@ -27,6 +27,7 @@ from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
 from nexus_core.errors import ConfigError
+from nexus_core.sessions import bind, process_session
 
 if TYPE_CHECKING:
     from nexus_core.host import Host
@@ -52,6 +53,7 @@ def stdout_to_stderr() -> Iterator[None]:
 
 async def serve_stdio(host: Host) -> None:
     server = host.server
+    bind(process_session())  # one client: the one that launched this process
     async with anyio.create_task_group() as serving:
         serving.start_soon(_stop_on_sigterm, host)
         async with stdio_server() as (read_stream, write_stream):

@@ -141,3 +141,5 @@ async def test_review_graph_health_prompt_embeds_the_entropy_report(graph_host) 
     assert "same_as" in text and "connect_entities" in text and "add_entity" in text
     async with Client(graph_host(categories=[]).server) as client:  # read not granted: no prompt
         assert (await client.list_prompts()).prompts == []
+    async with Client(graph_host(deny_tools=["get_entropy_report"]).server) as client:  # it follows that tool
+        assert (await client.list_prompts()).prompts == []

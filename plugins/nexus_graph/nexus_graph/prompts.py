@@ -33,4 +33,4 @@ def register_prompts(register: PromptRegistrar, ctx: PluginContext) -> None:
             f"```json\n{report.model_dump_json(indent=1)}\n```"
         )
 
-    register(review_graph_health, title="Review the graph's health", category="read")
+    register(review_graph_health, title="Review the graph's health", category="read", requires="get_entropy_report")

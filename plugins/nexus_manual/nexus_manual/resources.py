@@ -3,6 +3,8 @@
 Both read through the same ``Library`` as the tools, so the path policy applies
 to every file they touch. Reading resources and the briefing belong to the
 ``read`` category; the decision prompt, which leads to writes, to ``write``.
+Each also names the tool whose grant it needs (``requires``), so ``allow_tools``
+and ``deny_tools`` govern it like that tool.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def register_resources(register: ResourceRegistrar, ctx: PluginContext, libs: Li
         title="A library's manual",
         mime_type=MARKDOWN,
         category="read",
+        requires="read_manual",
     )
     register(
         entity,
@@ -74,6 +77,7 @@ def register_resources(register: ResourceRegistrar, ctx: PluginContext, libs: Li
         title="An entity of a library",
         mime_type=MARKDOWN,
         category="read",
+        requires="read_entities",
     )
 
 
@@ -145,5 +149,5 @@ def register_prompts(register: PromptRegistrar, ctx: PluginContext, libs: Librar
             "Finally, show me the entity's name and a one-line summary of what was recorded."
         )
 
-    register(library_briefing, title="Briefing from a library's manual", category="read")
-    register(record_decision, title="Record a decision in a library", category="write")
+    register(library_briefing, title="Briefing from a library's manual", category="read", requires="read_manual")
+    register(record_decision, title="Record a decision in a library", category="write", requires="add_entities")
