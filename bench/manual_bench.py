@@ -2,8 +2,8 @@
 
 1. rename_entity across a 10,000-file library (500 files link to the renamed entity).
 2. read_entities_sections of one section in a 5 MB file: the first (cold) read, then p50/p95 of warm reads.
-3. add_entities in the 10,000-file library: with content, and without (the skeleton is learned from entities of
-   its type: a common type stops after MAX_SAMPLES of them, a rare one reads every file).
+3. list_entities of the 10,000-file library, and add_entities in it: with content, and without (the skeleton is
+   learned from entities of its type: a common type stops after MAX_SAMPLES of them, a rare one reads every file).
 
 Goals: rename under 2 s; section read p95 under 20 ms.
 
@@ -87,6 +87,11 @@ async def run(base: Path) -> None:
             assert len(result.structured_content["files_updated"]) == LINKING
         updated = len(result.structured_content["files_updated"])
 
+        t = time.perf_counter()
+        result = await client.call_tool("list_entities", {"library_name": "lib"})
+        listing = time.perf_counter() - t
+        assert result.structured_content["count"] == FILES
+
         creations = {}
         for label, made in [
             ("content", {"name": "c0", "entity_type": "note", "content": "# C0\n"}),
@@ -127,6 +132,7 @@ async def run(base: Path) -> None:
         f"warm p50 {p50 * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms over {READS} reads "
         f"(goal p95 < 20 ms: {p95 / 0.020:.2f}x of the budget)",
         f"get_entities_toc on the same file (warm): {toc * 1000:.2f} ms",
+        f"list_entities of the {FILES}-file library: {listing * 1000:.0f} ms",
         f"add_entities in the {FILES}-file library: with content {creations['content'] * 1000:.0f} ms; "
         f"skeleton of a common type ({MAX_SAMPLES} sampled) {creations['common'] * 1000:.0f} ms "
         f"({creations['common'] / creations['content']:.1f}x); of a rare type (every file read) "
