@@ -98,7 +98,7 @@ def _register_editing(register: ToolRegistrar, libs: Libraries) -> None:
     def add_entity_content(
         library_name: LibraryName,
         entity_name: EntityName,
-        *,
+        *,  # keyword-only, so the schema keeps the design's order with a default before a required parameter
         in_section: InSection = None,
         new_content: Annotated[str, Field(min_length=1, description="Markdown to add.")],
         after: Annotated[
@@ -137,7 +137,7 @@ def _register_editing(register: ToolRegistrar, libs: Libraries) -> None:
         old_heading: Annotated[
             str, Field(min_length=1, description="The section to replace ('#' marks and case ignored).")
         ],
-        *,
+        *,  # the design's order, as above
         new_heading: Annotated[
             str, Field(description="The new heading text ('## Title' sets the level). Empty keeps the old heading.")
         ] = "",
