@@ -110,7 +110,8 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
     if dupes:
         raise ToolError(f"the same name is given twice: {', '.join(dupes)}")
     with lib.lock:
-        existing = set(lib.names())
+        listed = lib.names()
+        existing = set(listed)
         taken = [n for n in names if n in existing or lib.entity_path(n).exists()]
         if taken:
             raise ToolError(f"already exists: {', '.join(taken)}; edit it instead, or pick another name")
@@ -118,7 +119,7 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
         dangling = [f"{e.name} -> {r.to}" for e in entities for r in e.relations if r.to not in known]
         if dangling:
             raise ToolError(f"relations to entities that do not exist: {', '.join(dangling)}; create them first")
-        plans = _skeletons(lib, [e.entity_type for e in entities if not e.content.strip()])
+        plans = _skeletons(lib, listed, [e.entity_type for e in entities if not e.content.strip()])
         stamp, notes = frontmatter.now(), []
         for e in entities:
             data: dict[str, Any] = {
@@ -139,9 +140,9 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
     return Changed(library=lib.name, changed=names, message="; ".join([f"created {len(names)} entities", *notes]))
 
 
-def _skeletons(lib: Library, types: list[str]) -> dict[str, tuple[list[str], bool]]:
+def _skeletons(lib: Library, names: list[str], types: list[str]) -> dict[str, tuple[list[str], bool]]:
     """Per entity type (casefolded): the sections a new entity without content starts with, and if learned."""
-    return {t.strip().casefold(): recommended(lib, t) for t in dict.fromkeys(types)}
+    return {t.strip().casefold(): recommended(lib, names, t) for t in dict.fromkeys(types)}
 
 
 def delete_entities(lib: Library, names: list[str]) -> Changed:

@@ -64,12 +64,12 @@ def sections_of(headings: list[Heading]) -> list[str]:
     return [h.text for h in headings if h.level == top]
 
 
-def learned_sections(lib: Library, entity_type: str) -> list[str]:
-    """The sections entities of ``entity_type`` in ``lib`` use, ranked; [] when there are none."""
+def learned_sections(lib: Library, names: list[str], entity_type: str) -> list[str]:
+    """The sections entities of ``entity_type`` among ``names`` (entities of ``lib``) use, ranked; [] for none."""
     wanted = entity_type.strip().casefold()
     tally = _Tally()
     folder = str(lib.root())
-    for name in lib.names():
+    for name in names:
         if tally.samples >= MAX_SAMPLES:
             break
         try:
@@ -94,9 +94,9 @@ def skeleton(title: str, sections: list[str] | tuple[str, ...]) -> str:
     return "\n\n".join([f"# {title}", *(f"## {s}" for s in sections)]) + "\n"
 
 
-def recommended(lib: Library, entity_type: str) -> tuple[list[str], bool]:
+def recommended(lib: Library, names: list[str], entity_type: str) -> tuple[list[str], bool]:
     """The sections for a new entity of ``entity_type`` and whether they were learned from the library."""
-    found = learned_sections(lib, entity_type)
+    found = learned_sections(lib, names, entity_type)
     if found:
         return found, True
     return list(DEFAULT_SECTIONS.get(entity_type.strip().casefold(), GENERIC_SECTIONS)), False
