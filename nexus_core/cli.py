@@ -143,7 +143,7 @@ def cli() -> None:
 @config_options
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", "bind", help="HTTP address (default from [server.http], else 127.0.0.1).")
-@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8765).")
+@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8766).")
 @click.option("--name", help="The server's name as clients see it.")
 @click.option(
     "--libraries",
