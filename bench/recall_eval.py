@@ -549,6 +549,7 @@ def main() -> None:
         "(c-rrf) MiniLM, content+tags, RRF k 60 with BM25",
         lambda q: [ids[i] for i in rank_rrf(spaces["minilm/content+tags"].sims[q.id], lex("content+tags", q))[:DEPTH]],
     )
+    add("(L2) MiniLM, tags+content, +0.15 exact-term boost", boost(spaces["minilm/tags+content"]))
     light = scorings(ml_t, mr)[chosen["minilm scoring"]]
     add(f"(L) light, chosen on dev: MiniLM, {mr}, {chosen['minilm scoring']}", light)
     if pair is not None:

