@@ -61,15 +61,19 @@ def install(host: Host) -> None:
 async def _show_views(bound: dict[str, str], ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
     """``tools/list`` for a client that renders views: each viewed tool carries its view's URI."""
     result = await call_next(ctx)
-    if ctx.method != "tools/list" or not isinstance(result, types.ListToolsResult) or not client_supports_apps(ctx):
+    if ctx.method != "tools/list" or not client_supports_apps(ctx):
+        return result
+    if isinstance(result, types.ListToolsResult):
+        result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if not isinstance(result, dict):
         return result
     tools = [
-        tool.model_copy(update={"meta": {**(tool.meta or {}), "ui": {"resourceUri": bound[tool.name]}}})
-        if tool.name in bound
+        {**tool, "_meta": {**(tool.get("_meta") or {}), "ui": {"resourceUri": bound[tool["name"]]}}}
+        if tool.get("name") in bound
         else tool
-        for tool in result.tools
+        for tool in result.get("tools", [])
     ]
-    return result.model_copy(update={"tools": tools})
+    return {**result, "tools": tools}
 
 
 def _reader(page: Page, view: str) -> Any:

@@ -170,3 +170,61 @@ def test_another_origin_cannot_use_the_logged_in_browser(page: Any, console_serv
         attacker.shutdown()
     assert responses == [403]
     assert len(console_server.audit()) == before  # nothing reached the gate
+
+
+HOST_PAGE = """<!doctype html><html><body>
+<iframe id="view" sandbox="allow-scripts" style="width: 1000px; height: 700px"></iframe>
+<script>
+  const frame = document.getElementById("view");
+  const send = (message) => frame.contentWindow.postMessage(message, "*");
+  window.addEventListener("message", async (event) => {
+    const m = event.data;
+    if (m.method === "ui/initialize") {
+      send({jsonrpc: "2.0", id: m.id, result: {protocolVersion: "2026-01-26",
+            hostInfo: {name: "test host", version: "1"}, hostCapabilities: {serverTools: {}},
+            hostContext: {theme: "light"}}});
+    } else if (m.method === "ui/notifications/initialized") {
+      send({jsonrpc: "2.0", method: "ui/notifications/tool-result", params: window.toolResult});
+    } else if (m.method === "tools/call") {
+      window.proxied = (window.proxied || []).concat([m.params.name]);
+      send({jsonrpc: "2.0", id: m.id, result: await window.callTool(m.params.name, m.params.arguments)});
+    }
+  });
+</script></body></html>"""
+
+
+def test_the_memory_search_view_inside_an_mcp_apps_client(browser: Any, console_server: ConsoleServer) -> None:
+    """A stand-in for a client that renders MCP Apps: it shows the ui:// resource of recall_memories with the
+    tool's result, and relays the view's tools/call to the server (through the official MCP client)."""
+
+    async def fetch(session: Any) -> tuple[str, dict[str, Any]]:
+        html = (await session.read_resource("ui://nexus/memory/search.html")).contents[0].text
+        result = await session.call_tool("recall_memories", {"query": "uvicorn graceful shutdown", "limit": 3})
+        return html, result.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    view, result = console_server.mcp(fetch)
+
+    def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        async def work(session: Any) -> dict[str, Any]:
+            answer = await session.call_tool(name, arguments)
+            return answer.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+        return console_server.mcp(work)
+
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.expose_function("callTool", call_tool)
+        page.set_content(HOST_PAGE)
+        page.evaluate("([html, result]) => { window.toolResult = result; view.srcdoc = html; }", [view, result])
+        frame = page.frame_locator("#view")
+        first = frame.locator("ul.results > li").first
+        first.wait_for(timeout=30_000)
+        assert "SIGTERM" in first.inner_text()
+        first.locator("a").first.click()  # opens the memory in place, through the client's tools/call
+        frame.locator("h1[data-memory]").wait_for(timeout=60_000)
+        frame.locator("h3:has-text('From this memory')").wait_for(timeout=60_000)  # its links, fetched too
+        assert "timeout-graceful-shutdown" in frame.locator(".content").inner_text()
+        assert {"get_memory", "get_memory_links"} <= set(page.evaluate("window.proxied"))
+    finally:
+        context.close()
