@@ -76,6 +76,7 @@ def test_a_graph_entity_and_its_neighbours(page: Any, console_server: ConsoleSer
     page.select_option("select[name=depth]", "2")
     page.click("form[role=search] button[type=submit]")
     page.wait_for_selector("svg.graph .node[data-id=fastapi]")
+    page.wait_for_selector("h2[data-entity=anyio]")
     screenshot(page, "graph", tmp_path)
 
     page.click("svg.graph .node[data-id=starlette]")  # a click opens that entity's neighbourhood

@@ -8,6 +8,12 @@
   const PAGE = 25;
   const route = (query) => `memory/memories${query ? "?" + new URLSearchParams(query) : ""}`;
   const memoryRoute = (id) => `memory/memories/m/${encodeURIComponent(id)}`;
+  /** A memory's title: its first line without Markdown marks (the summary runs on into the body). */
+  const title = (m) => {
+    const line = (m.content || m.summary || m.id).split("\n").find((l) => l.trim()) || m.id;
+    const plain = line.replace(/^\s*(#+|[-*>]|\d+[.)])\s*/, "").replace(/[*_`]/g, "").trim();
+    return plain.length > 120 ? plain.slice(0, 119) + "…" : plain;
+  };
 
   Nexus.page("memory/memories", {
     render(root, { path, query }, nx) {
@@ -150,7 +156,7 @@
     const nav = nx.mode === "console" ? nx.link("← Memories", route()) : back ? h("a", { href: "#", onclick: (e) => (e.preventDefault(), back()) }, "← results") : "";
     root.replaceChildren(
       h("div", { class: "row" }, nav),
-      h("h1", { "data-memory": m.id }, m.summary || m.id),
+      h("h1", { "data-memory": m.id }, title(m)),
       h(
         "div",
         { class: "row meta" },
