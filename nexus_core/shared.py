@@ -5,8 +5,10 @@ user's private runtime folder. Each connection opens with one line of JSON:
 ``hello`` (a client session: its launch folder, ``--root`` folders, profile,
 an untrusted ``./nexus.toml`` to narrow with), ``status``, ``stop`` or
 ``console`` (serve HTTP if it is off, and answer a one-time console login link). After
-``hello`` the connection carries MCP as JSON lines, in either protocol era,
-with the session bound to every request it makes.
+``hello`` the relay hands over its client's stdin and stdout, and the server
+serves MCP on them directly, in either protocol era, with the session bound
+to every request (``client_pipes``); the socket stays open for notes to the
+relay and tells each side when the other is gone.
 
 The server holds an exclusive lock for its lifetime, so exactly one runs per
 key; it exits after ``idle_timeout`` seconds without a session, and as soon as
@@ -28,23 +30,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp_types as types
 from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
-from mcp.server.runner import serve_dual_era_loop
-from mcp.shared.message import SessionMessage
 
 from nexus_core import runtime
+from nexus_core.client_pipes import ClientPipes
 from nexus_core.config import NexusConfig
 from nexus_core.console import last_used as console_last_used
 from nexus_core.host import Host, core_version
 from nexus_core.narrowing import read_narrowing
 from nexus_core.sessions import Session, bound
-from nexus_core.transports import parse_error_replies
 
 log = logging.getLogger("nexus")
 
-MAX_LINE = 256 << 20  # one JSON-RPC message; a file read can be large
 HELLO_TIMEOUT = 10.0
 
 
@@ -174,64 +172,28 @@ class SharedServer:
             await _send(stream, {"nexus": "refused", "reason": str(exc)})
             return
         await _send(stream, {"nexus": "welcome", "session": session.id, "pid": os.getpid()})
+        try:
+            with anyio.fail_after(HELLO_TIMEOUT):
+                _, fds = await stream.receive_fds(1, 3)  # the client's stdin and stdout, the in-flight file
+        except (Exception, anyio.get_cancelled_exc_class()):
+            return
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            return
         self.sessions[session.id] = session
         self.idle_since = None
-        log.info("session %s opened (pid %s, %s)", session.id, hello.get("pid"), session.cwd)
+        log.info("session %s opened (relay pid %s, %s)", session.id, hello.get("pid"), session.cwd)
         try:
             with bound(session):
-                await self._serve_mcp(stream, reader, state)
+                await ClientPipes(stream, *fds, hello).serve(self.host.server._lowlevel_server, state)
         finally:
+            for fd in fds:
+                os.close(fd)
             del self.sessions[session.id]
             log.info("session %s (%s) closed after %d call(s)", session.id, session.client or "?", session.calls)
             if not self.sessions:
                 self.idle_since = time.monotonic()
-
-    async def _serve_mcp(self, stream: SocketStream, reader: BufferedByteReceiveStream, state: Any) -> None:
-        """MCP as JSON lines over the socket, exactly as on stdio."""
-        incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](16)
-        lowlevel = self.host.server._lowlevel_server
-
-        async def read_lines() -> None:
-            async with incoming_send:
-                while True:
-                    try:
-                        line = await reader.receive_until(b"\n", MAX_LINE)
-                    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
-                        return
-                    except anyio.DelimiterNotFound:
-                        log.warning("a message over %d bytes: closing the session", MAX_LINE)
-                        return
-                    if not line.strip():
-                        continue
-                    try:
-                        message: SessionMessage | Exception = SessionMessage(
-                            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        )
-                    except Exception as exc:
-                        message = exc
-                    await incoming_send.send(message)
-
-        async def write_lines() -> None:
-            async with outgoing_receive:
-                async for message in outgoing_receive:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    try:
-                        await stream.send(data.encode() + b"\n")
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                        return
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_lines)
-            tg.start_soon(write_lines)
-            await serve_dual_era_loop(
-                lowlevel,
-                parse_error_replies(incoming, outgoing),
-                outgoing,
-                lifespan_state=state,
-                init_options=lowlevel.create_initialization_options(),
-            )
-            tg.cancel_scope.cancel()
 
     def _stale(self, hello: dict) -> str | None:
         if hello.get("fingerprint") not in (None, self.fingerprint):
