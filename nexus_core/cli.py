@@ -455,10 +455,12 @@ def install(client: str, config_path: str | None, server_name: str, file: str | 
 
 
 def _add_commands() -> None:
+    from nexus_core.console.command import console
     from nexus_core.server_cli import server, trust
 
     cli.add_command(server)
     cli.add_command(trust)
+    cli.add_command(console)
 
 
 _add_commands()

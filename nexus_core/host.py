@@ -265,6 +265,9 @@ class Host:
                 self._plugin_failed(state, f"{type(exc).__name__}: {exc}")
         collected = {name: regs for name, regs in collected.items() if self.plugins[name].error is None}
         self._register(collected)
+        from nexus_core.console.apps import install  # the console's views, for clients that render MCP Apps
+
+        install(self)
         return self
 
     def active(self) -> list[PluginState]:

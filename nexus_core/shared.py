@@ -3,7 +3,8 @@
 Relays (``nexus serve``, see ``relay``) connect over a Unix socket in the
 user's private runtime folder. Each connection opens with one line of JSON:
 ``hello`` (a client session: its launch folder, ``--root`` folders, profile,
-an untrusted ``./nexus.toml`` to narrow with), ``status`` or ``stop``. After
+an untrusted ``./nexus.toml`` to narrow with), ``status``, ``stop`` or
+``console`` (serve HTTP if it is off, and answer a one-time console login link). After
 ``hello`` the relay hands over its client's stdin and stdout, and the server
 serves MCP on them directly, in either protocol era, with the session bound
 to every request (``client_pipes``); the socket stays open for notes to the
@@ -35,6 +36,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from nexus_core import runtime
 from nexus_core.client_pipes import ClientPipes
 from nexus_core.config import NexusConfig
+from nexus_core.console import last_used as console_last_used
 from nexus_core.host import Host, core_version
 from nexus_core.narrowing import read_narrowing
 from nexus_core.sessions import Session, bound
@@ -55,6 +57,7 @@ class SharedServer:
         self.sessions: dict[str, Session] = {}
         self.idle_since: float | None = time.monotonic()
         self.http_url: str | None = None
+        self.http_port = 0
         self._tg: TaskGroup | None = None
 
     # -- running --------------------------------------------------------------------
@@ -105,15 +108,35 @@ class SharedServer:
     async def _exit_when_idle(self) -> None:
         while True:
             await anyio.sleep(min(self.idle_timeout, 5.0))
-            if self.idle_since is not None and time.monotonic() - self.idle_since >= self.idle_timeout:
+            if self.idle_since is None:
+                continue
+            since = max(self.idle_since, console_last_used(self.host) or 0.0)  # a console in use counts
+            if time.monotonic() - since >= self.idle_timeout:
                 self.stop(f"no session for {self.idle_timeout:.0f} s")
                 return
 
-    async def _serve_http(self, bind: str, port: int) -> None:
+    async def _serve_http(self, bind: str, port: int, sock: Any = None) -> None:
         from nexus_core.transports import serve_http
 
         self.http_url = f"http://{bind}:{port}{self.host.config.server.http.path}"
-        await serve_http(self.host, bind=bind, port=port)
+        self.http_port = port
+        await serve_http(self.host, bind=bind, port=port, sock=sock)
+
+    async def _console(self) -> dict[str, Any]:
+        """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""
+        from nexus_core.console import console_for
+        from nexus_core.transports import _is_loopback, loopback_socket
+
+        http = self.host.config.server.http
+        if self.http_url is None and self._tg is not None:
+            sock = loopback_socket(http.port)
+            port = sock.getsockname()[1]
+            self.http_url = f"http://127.0.0.1:{port}{http.path}"  # before the task runs: one listener only
+            self._tg.start_soon(self._serve_http, "127.0.0.1", port, sock)
+        elif self.http_url is not None and not _is_loopback(http.host) and http.host not in ("0.0.0.0", "::"):
+            return {"nexus": "refused", "reason": f"HTTP listens on {http.host} only; the console needs loopback"}
+        login = await anyio.to_thread.run_sync(console_for(self.host).login_path)  # the first one collects pages
+        return {"nexus": "console", "url": f"http://127.0.0.1:{self.http_port}{login}", "pid": os.getpid()}
 
     # -- one connection -----------------------------------------------------------------
 
@@ -131,6 +154,8 @@ class SharedServer:
                 case "stop":
                     await _send(stream, {"nexus": "stopping", "pid": os.getpid()})
                     self.stop("nexus server stop")
+                case "console":
+                    await _send(stream, await self._console())
                 case "hello":
                     await self._session(stream, reader, hello, state)
                 case _:

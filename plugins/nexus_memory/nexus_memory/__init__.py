@@ -7,6 +7,8 @@ so server start stays fast.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
@@ -62,3 +64,17 @@ def nexus_shutdown(ctx: PluginContext) -> None:
     rt = _RUNTIMES.pop(id(ctx), None)
     if rt is not None:
         rt.close()
+
+
+@hookimpl
+def nexus_console_pages(register) -> None:
+    pages = Path(__file__).parent / "console"
+    fields = pages / "fields.js"  # the one module that reads the tools' fields
+    register(
+        "memories",
+        title="Memories",
+        script=[fields, pages / "memories.js"],
+        views={"recall_memories": "search", "get_memory": "memory"},
+        order=10,
+    )
+    register("health", title="Health", script=[fields, pages / "health.js"], order=20)
