@@ -60,6 +60,8 @@ def refusal(item: Item, session: Session | None = None) -> str | None:
     if item.refusal:
         return item.refusal
     session = session or current()
+    if session.profile is not None and (reason := session.profile.refusal(item.plugin, item.kind, item.names)):
+        return f"permission denied: {reason}"
     if session.narrowing is not None:
         return session.narrowing.refusal(item.plugin, [*sorted(item.names, key=len), item.name], item.category)
     return None

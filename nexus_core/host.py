@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import importlib_metadata
 import mcp_types as types
 from anyio.abc import TaskGroup
@@ -35,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
+from nexus_core.atomic import sweep
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PluginError, argument_error
@@ -474,6 +476,9 @@ class Host:
             stopped.set()
 
     async def _start_plugins(self) -> None:
+        data = self.config.resolve_path(self.config.server.data_dir)
+        if data.is_dir() and (swept := await anyio.to_thread.run_sync(lambda: sweep(data, recursive=True))):
+            log.info("removed %d temporary file(s) left by interrupted writes in %s", swept, data)
         for state in self.active():
             try:
                 await _awaited(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))

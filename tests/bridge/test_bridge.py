@@ -37,6 +37,8 @@ NPM_DIR = Path(__file__).with_name("npm")
 ONLY_BRIDGE = '[server]\ndata_dir = "data"\n' + "".join(
     f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "hello")
 )
+# A busy machine may take seconds to start a Python upstream: the first tools/list waits for it that long.
+ONLY_BRIDGE += "[plugins.bridge]\nstartup_wait = 30\n"
 
 
 def stdio_upstream(name: str = "up", **keys: Any) -> str:
@@ -118,7 +120,11 @@ def upstream_http(isolated_user_dirs: Path) -> Iterator[Callable[..., str]]:
     stop_shared_servers(isolated_user_dirs / "run" / "nexus")
     for proc in procs:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 async def test_a_stdio_upstream_is_proxied_with_its_schemas_annotations_and_errors(tmp_path: Path) -> None:
@@ -152,7 +158,7 @@ async def test_a_denied_upstream_tool_is_neither_listed_nor_callable(tmp_path: P
 
 
 async def test_categories_mount_an_upstream_read_only(tmp_path: Path) -> None:
-    text = ONLY_BRIDGE + '[plugins.bridge]\ncategories = ["read"]\n' + stdio_upstream()
+    text = ONLY_BRIDGE.replace("startup_wait = 30", 'startup_wait = 30\ncategories = ["read"]') + stdio_upstream()
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
         await client.wait_for_tool("up_echo")
         names = await client.tool_names()
@@ -316,7 +322,7 @@ async def test_an_upstream_that_is_down_does_not_delay_the_server_and_appears_wh
 
 async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None:
     slow = server_table("slow", type="stdio", command=sys.executable, args=["-c", "import time; time.sleep(60)"])
-    text = ONLY_BRIDGE + "[plugins.bridge]\nstartup_wait = 1\n" + slow + stdio_upstream()
+    text = ONLY_BRIDGE.replace("startup_wait = 30", "startup_wait = 1") + slow + stdio_upstream()
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:  # initialized; 'slow' never answers
         await client.wait_for_tool("up_echo")
         assert not [name for name in await client.tool_names() if name.startswith("slow_")]
@@ -372,10 +378,11 @@ async def test_a_real_npm_server_is_proxied(tmp_path: Path) -> None:
     assert "Nexus" in memory_file.read_text()
 
 
-def test_sigterm_stops_the_servers_nexus_started(tmp_path: Path) -> None:
-    """A desktop client may end Nexus with SIGTERM: the upstream processes must not outlive it."""
+@pytest.mark.parametrize("mode", ["standalone", "shared"])
+def test_stopping_nexus_stops_the_servers_it_started(tmp_path: Path, mode: str) -> None:
+    """SIGTERM to a standalone server, or `nexus server stop` of the shared one: upstreams must not outlive it."""
     config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream())
-    command = nexus_command("serve", "--config", str(config))
+    command = nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else []))
     nexus_proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env()
     )
@@ -393,9 +400,18 @@ def test_sigterm_stops_the_servers_nexus_started(tmp_path: Path) -> None:
 
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     request(1, "initialize", hello)
+    deadline = time.monotonic() + 60
+    while not any(t["name"] == "up_counter" for t in request(9, "tools/list", {})["result"]["tools"]):
+        assert time.monotonic() < deadline, "the upstream never connected"
+        time.sleep(0.1)  # a busy machine may take longer than startup_wait to start the upstream
     counted = request(2, "tools/call", {"name": "up_counter", "arguments": {}})
     upstream_pid = int(counted["result"]["content"][0]["text"].split(" in ")[1])
-    nexus_proc.send_signal(signal.SIGTERM)
+    if mode == "standalone":
+        nexus_proc.send_signal(signal.SIGTERM)
+    else:
+        stop = subprocess.run(nexus_command("server", "stop", "--config", str(config)), env=server_env(), timeout=60)
+        assert stop.returncode == 0
+        nexus_proc.stdin.close()  # type: ignore[union-attr]
     assert nexus_proc.wait(timeout=20) is not None
     deadline = time.monotonic() + 10
     while _alive(upstream_pid) and time.monotonic() < deadline:

@@ -146,6 +146,11 @@ class Library:
     def read(self, name: str) -> Doc:
         return self.load(name, self.require([name])[0])
 
+    def read_text(self, name: str, path: Path) -> str:
+        """A file's whole text, without parsing its outline (for serving it as it is)."""
+        with self._open(name, path) as f:
+            return self._decode(name, f.read())
+
     def load(self, name: str, path: Path) -> Doc:
         """Read a file and its outline; the outline is cached per file identity (inode, mtime, size)."""
         with self._open(name, path) as f:
