@@ -8,7 +8,7 @@ connected clients (``notifications/tools/list_changed``). A file that fails to
 load is logged on stderr and shown by ``nexus plugins``; the tools of its last
 good version keep serving.
 
-Changes are found by polling each folder's file stamps (``bench/tool_folder.py``
+Changes are found by polling each folder's file stamps (``bench/tool_folder_bench.py``
 measures the cost): no dependency, the same on every platform and file system,
 and a folder created after start is picked up too.
 """
@@ -36,7 +36,7 @@ from nexus_core.tool_files import DEFAULT_CATEGORY, ToolContext, ToolFileError, 
 
 STARTUP_WAIT = 10.0  # seconds the first tools/list waits for the tool files' first load
 LOAD_TIMEOUT = 30.0  # seconds one file may take to run
-STATUS_WAIT = 10.0
+STATUS_WAIT = 10.0  # seconds nexus plugins waits for that first load
 
 CATEGORIES = [
     Category(
@@ -150,9 +150,8 @@ class ToolFolder:
         for folder in self.folders:
             records = [r for r in self.files.values() if r.path.parent == folder]
             served = sum(len(r.tools) for r in records)
-            lines.append(
-                f"{folder}: {len(records)} files, {served} tools" if folder.is_dir() else f"{folder}: no such folder"
-            )
+            counts = f"{_count(len(records), 'file')}, {_count(served, 'tool')}"
+            lines.append(f"{folder}: {counts}" if folder.is_dir() else f"{folder}: no such folder")
         for record in self.files.values():
             if record.error:
                 kept = f"serving its previous version ({_names(record.tools)})" if record.tools else "no tools served"
@@ -190,6 +189,10 @@ def _failure(exc: Exception) -> str:
     if isinstance(exc, TimeoutError):
         return f"still running after {LOAD_TIMEOUT:g} s: a tool file should only define its tools when it runs"
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def _names(tools: list[LiveTool]) -> str:

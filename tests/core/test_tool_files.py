@@ -254,7 +254,7 @@ async def test_a_file_that_cannot_load_is_reported_with_where_and_why(
     async with serve() as (client, host):
         assert set(await tools_of(client)) == {"fine"}  # the others keep serving
         lines = (await host.status())["tools"]
-    assert lines[0] == f"{folder}: 2 files, 1 tools"
+    assert lines[0] == f"{folder}: 2 files, 1 tool"
     assert lines[1].startswith("bad.py: failed to load: " + error) and lines[1].endswith("; no tools served")
     assert f"tool file {folder / 'bad.py'} failed to load: {error}" in caplog.text
 

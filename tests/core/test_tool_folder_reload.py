@@ -155,7 +155,7 @@ def test_nexus_plugins_and_tools_report_a_file_that_fails_to_load(tmp_path: Path
     )
     assert plugins.returncode == 0, plugins.stderr
     assert "\ntools:\n" in plugins.stdout
-    assert f"  {tmp_path / 'tools'}: 2 files, 1 tools\n" in plugins.stdout
+    assert f"  {tmp_path / 'tools'}: 2 files, 1 tool\n" in plugins.stdout
     assert "  broken.py: failed to load: SyntaxError at line 1: invalid syntax; no tools served\n" in plugins.stdout
 
     tools = subprocess.run(
