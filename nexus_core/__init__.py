@@ -29,6 +29,7 @@ _EXPORTS = {
     "LiveTool": "nexus_core.live",
     "locked": "nexus_core.locks",
     "Category": "nexus_core.permissions",
+    "ToolContext": "nexus_core.tool_files",
     "PathPolicy": "nexus_core.permissions",
     "PluginConfig": "nexus_core.registry",
     "PluginContext": "nexus_core.registry",
@@ -51,6 +52,7 @@ __all__ = [
     "PluginError",
     "PromptRegistrar",
     "ResourceRegistrar",
+    "ToolContext",
     "ToolError",
     "ToolRegistrar",
     "atomic_write",
@@ -78,3 +80,4 @@ if TYPE_CHECKING:
     from nexus_core.locks import locked
     from nexus_core.permissions import Category, PathPolicy
     from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+    from nexus_core.tool_files import ToolContext
