@@ -52,7 +52,7 @@ class SharedServer:
         self.files = runtime.server_files(key)
         self.idle_timeout = idle_timeout
         self.fingerprint = runtime.install_fingerprint()
-        self.config_stamp = _stamp(host.config.path)
+        self.config_stamp = self._config_stamp()
         self.started = time.time()
         self.sessions: dict[str, Session] = {}
         self.idle_since: float | None = time.monotonic()
@@ -198,9 +198,15 @@ class SharedServer:
     def _stale(self, hello: dict) -> str | None:
         if hello.get("fingerprint") not in (None, self.fingerprint):
             return "Nexus or a plugin was installed, upgraded or removed since this server started"
-        if _stamp(self.host.config.path) != self.config_stamp:
-            return f"the config file {self.host.config.path} changed"
+        if self._config_stamp() != self.config_stamp:
+            return f"the config file {self.host.config.path} or a file in its plugin_dirs changed"
         return None
+
+    def _config_stamp(self) -> tuple[Any, ...]:
+        """What the server was built from: the config file and the plugin files it loads at start."""
+        config = self.host.config
+        files = [f for d in config.server.plugin_dirs for f in sorted(config.resolve_path(d).glob("*.py"))]
+        return tuple(_stamp(f) for f in [config.path, *files])
 
     # -- describing itself ----------------------------------------------------------
 
@@ -257,14 +263,14 @@ async def _send(stream: SocketStream, message: dict[str, Any]) -> None:
         await stream.send(json.dumps(message).encode() + b"\n")
 
 
-def _stamp(path: Path | None) -> tuple[int, int] | None:
+def _stamp(path: Path | None) -> tuple[int, int, int] | None:
     if path is None:
         return None
     try:
         info = path.stat()
     except OSError:
         return None
-    return info.st_mtime_ns, info.st_size
+    return info.st_mtime_ns, info.st_size, info.st_ino
 
 
 def _rss_mb() -> float | None:
