@@ -18,6 +18,8 @@ from nexus_core.live import LivePrompt, LiveResource, LiveTool
 from nexus_core.permissions import Category, PathPolicy
 from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
 
+__version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
+
 __all__ = [
     "Category",
     "ConfigError",

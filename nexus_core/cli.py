@@ -17,17 +17,19 @@ import anyio
 import click
 import importlib_metadata
 
-from nexus_core import clients
+from nexus_core import __version__, clients
 from nexus_core.atomic import atomic_write
 from nexus_core.config import CONFIG_NAME, NexusConfig, load_config, parse_config, user_config_path
 from nexus_core.errors import NexusError
 from nexus_core.host import Host, build_host
+from nexus_core.plugins import ENTRY_POINT_GROUP
 from nexus_core.sample_config import sample_config
 from nexus_core.transports import serve_http, serve_stdio, stdout_to_stderr
 
 log = logging.getLogger("nexus")
 
 CLI_ENTRY_POINT_GROUP = "nexus.cli"
+DISTRIBUTION = "nexus-stack-core"
 
 
 def main() -> None:
@@ -124,8 +126,29 @@ class PluginCommands(click.Group):
         return loaded
 
 
+def print_versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the host, then each installed plugin (entry point) with its distribution and version."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"{DISTRIBUTION} {__version__}")
+    rows = []
+    for ep in sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        rows.append((f"  {ep.name}", *((ep.dist.name, ep.dist.version) if ep.dist else (ep.value, "-"))))
+    if rows:
+        click.echo("plugins:")
+        _table(rows)
+    ctx.exit()
+
+
 @click.group(cls=PluginCommands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="nexus-core", prog_name="nexus")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=print_versions,
+    help="Show the version of the host and of every installed plugin.",
+)
 def cli() -> None:
     """Nexus: one MCP server, composed from installed plugins."""
 
@@ -139,7 +162,7 @@ def cli() -> None:
 @click.option(
     "--libraries",
     metavar="NAME:PATH,...",
-    help="Markdown libraries for nexus-manual, e.g. 'work:~/notes/work,personal:~/notes/me'.",
+    help="Markdown libraries for the manual plugin, e.g. 'work:~/notes/work,personal:~/notes/me'.",
 )
 def serve(
     config_path: str | None,
@@ -174,7 +197,7 @@ def serve(
 
 
 def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
-    """``--libraries work:/a,me:/b``: nexus-manual's libraries, their folders added to its roots."""
+    """``--libraries work:/a,me:/b``: the manual plugin's libraries, their folders added to its roots."""
     pairs = [part.strip() for part in (libraries or "").split(",") if part.strip()]
     if not pairs:
         return config

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import importlib_metadata
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.server.lowlevel import NotificationOptions
@@ -35,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
+from nexus_core import __version__
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
@@ -57,13 +57,6 @@ log = logging.getLogger("nexus")
 DEFAULT_CATEGORY = Category(
     name="default", description="Every tool of a plugin that declares no categories.", default=True
 )
-
-
-def core_version() -> str:
-    try:
-        return importlib_metadata.version("nexus-core")
-    except importlib_metadata.PackageNotFoundError:
-        return "0"
 
 
 @dataclass
@@ -354,7 +347,7 @@ class Host:
         server = NexusServer(
             self,
             name=self.config.server.name,
-            version=core_version(),
+            version=__version__,
             instructions="Nexus: tools, resources and prompts from installed plugins, under per-plugin permissions.",
             log_level=self.config.server.log_level,
             lifespan=lambda _server: self.running(),

@@ -11,8 +11,6 @@ from pydantic import BaseModel, Field, field_validator
 
 from nexus_core import Category, PermissionDenied, PluginConfig, PluginContext, ToolError, ToolRegistrar, hookimpl
 
-__version__ = "0.1.0"
-
 
 class ManualConfig(PluginConfig):
     """The keys of [plugins.manual] besides those the host reads."""
