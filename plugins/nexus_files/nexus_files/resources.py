@@ -39,6 +39,7 @@ def register_resources(register, ctx: PluginContext) -> None:
         title="File inside the roots",
         description="Read a file inside the roots: file:///<path relative to the first root>.",
         category="read",
+        requires="read_file",
     )
     _ = mimetypes  # text/binary is decided from the content, the client sees str or bytes
 
@@ -91,5 +92,5 @@ def register_prompts(register, ctx: PluginContext) -> None:
             f"```\n{text}\n```{cut}"
         )
 
-    register(review_diff, title="Review a diff", category="vcs")
-    register(explain_file, title="Explain a file", category="read")
+    register(review_diff, title="Review a diff", category="vcs", requires="git_diff")
+    register(explain_file, title="Explain a file", category="read", requires="read_file")

@@ -17,7 +17,7 @@ class ManualConfig(PluginConfig):
 
     libraries: dict[str, str] = Field(
         default_factory=dict,
-        description="Library name -> folder. Each folder must lie inside the plugin's roots.",
+        description="Library name -> folder (absolute or ~; each is its own root). Relative: inside the roots.",
     )
 
     @field_validator("libraries")

@@ -261,6 +261,9 @@ class Libraries:
 
     def __init__(self, folders: dict[str, str], paths: PathPolicy) -> None:
         self._libs = {name: Library(name, folder, paths) for name, folder in folders.items()}
+        for lib in self._libs.values():
+            if lib.folder.is_absolute():  # the config chose this folder: it is the plugin's own root
+                paths.include(lib.folder)
 
     def get(self, name: str) -> Library:
         lib = self._libs.get(name)
