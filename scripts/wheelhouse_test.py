@@ -108,12 +108,18 @@ def install(venv: Path, wheelhouse: Path, wheels: dict[str, Path], names: list[s
 
 
 def server_env(home: Path, venv: Path) -> dict[str, str]:
-    """What a desktop client gives a server it starts: a small environment, nothing of this repository."""
+    """What a desktop client gives a server it starts: a small environment, nothing of this repository.
+
+    Its own runtime folder, so the shared server ``nexus serve`` relays to is this test's alone.
+    """
+    (home / "run").mkdir(mode=0o700, exist_ok=True)
     return {
         "HOME": str(home),
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_RUNTIME_DIR": str(home / "run"),
     }
 
 
@@ -124,9 +130,17 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
 
 
 async def serve_and_check(venv: Path, work: Path, config: Path, everything: bool) -> None:
+    env = server_env(work, venv)
     params = StdioServerParameters(
-        command=str(venv / "bin/nexus"), args=["serve", "--config", str(config)], env=server_env(work, venv), cwd=work
+        command=str(venv / "bin/nexus"), args=["serve", "--config", str(config)], env=env, cwd=work
     )
+    try:
+        await check_session(params, everything)
+    finally:  # the shared server the relay started would otherwise wait for its idle timeout
+        run(venv / "bin/nexus", "server", "stop", "--config", config, env=env, cwd=work)
+
+
+async def check_session(params: StdioServerParameters, everything: bool) -> None:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = {tool.name for tool in (await session.list_tools()).tools}
@@ -164,7 +178,8 @@ def write_config(work: Path, venv: Path, everything: bool) -> Path:
             "[plugins.hello]\nenabled = false\n"
             f'[plugins.manual.libraries]\nnotes = "{work / "notes"}"\n'
             "[plugins.bridge.servers.inner]\n"
-            f'type = "stdio"\ncommand = "{venv / "bin/nexus"}"\nargs = ["serve", "--config", "{inner}"]\n'
+            f'type = "stdio"\ncommand = "{venv / "bin/nexus"}"\n'
+            f'args = ["serve", "--standalone", "--config", "{inner}"]\n'
         )
     config = work / "nexus.toml"
     config.write_text(text)

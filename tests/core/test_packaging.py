@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 import nexus_core
 from nexus_core.cli import cli
+from nexus_core.runtime import install_fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECTS = [REPO, *sorted((REPO / "plugins").glob("nexus_*")), *sorted((REPO / "examples").glob("nexus_*"))]
@@ -92,3 +93,16 @@ def test_version_lists_the_host_and_every_plugin() -> None:
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     for name in ("bridge", "files", "graph", "hello", "manual", "memory"):
         assert rows[name] == [f"{PREFIX}{name}", nexus_core.__version__]
+
+
+def test_the_install_fingerprint_moves_with_installs_not_with_bytecode(tmp_path: Path) -> None:
+    """A fresh install's first start writes site-packages/__pycache__: its shared server is not stale for that."""
+    (tmp_path / "pkg-1.0.dist-info").mkdir()
+    before = install_fingerprint(tmp_path)
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "typing_extensions.py").write_text("")
+    assert install_fingerprint(tmp_path) == before
+    (tmp_path / "pkg-1.0.dist-info").rename(tmp_path / "pkg-1.1.dist-info")  # an upgrade
+    upgraded = install_fingerprint(tmp_path)
+    (tmp_path / "plugin-0.1.dist-info").mkdir()  # an install
+    assert len({before, upgraded, install_fingerprint(tmp_path)}) == 3
