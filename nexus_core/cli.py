@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import shutil
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ import anyio
 import click
 import importlib_metadata
 
-from nexus_core import __version__, clients
+from nexus_core import __version__
 from nexus_core.atomic import atomic_write
 from nexus_core.config import CONFIG_NAME, NexusConfig, find_config, parse_config, read_config, user_config_path
 from nexus_core.errors import NexusError
@@ -449,39 +448,14 @@ def config_check(config_path: str | None, overrides: tuple[str, ...], verbose: b
     sys.exit(1 if failed else 0)
 
 
-@cli.command()
-@click.argument("client", type=click.Choice(["claude", "cursor", "vscode"]))
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file the client passes.")
-@click.option("--name", "server_name", default="nexus", show_default=True, help="The entry's name.")
-@click.option("--file", "file", type=click.Path(dir_okay=False), help="The client's config file (default: its own).")
-@click.option("--print", "print_only", is_flag=True, help="Only print the entry; write nothing.")
-def install(client: str, config_path: str | None, server_name: str, file: str | None, print_only: bool) -> None:
-    """Add Nexus to a desktop client's MCP servers (other entries are kept; the diff is shown)."""
-    try:
-        target = clients.target(client, Path(file) if file else None)
-        command = shutil.which("nexus") or str(Path(sys.argv[0]).resolve())
-        args = ["serve", *(["--config", str(Path(config_path).resolve())] if config_path else [])]
-        entry = clients.launch_entry(target, str(Path(command).resolve()), args)
-        if print_only:
-            click.echo(json.dumps({target.key: {server_name: entry}}, indent=2))
-            return
-        before, after = clients.plan(target, server_name, entry)
-        if before == after:
-            click.echo(f"{target.path} already has this entry; nothing to do")
-            return
-        click.echo(clients.diff(target.path, before, after), nl=False)
-        target.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target.path, after)
-        click.echo(f"updated {target.path}; restart {target.name} to load Nexus")
-    except (NexusError, OSError) as exc:
-        _fail(str(exc))
-
-
 def _add_commands() -> None:
+    from nexus_core.install_cli import install, uninstall
     from nexus_core.server_cli import server, trust
 
     cli.add_command(server)
     cli.add_command(trust)
+    cli.add_command(install)
+    cli.add_command(uninstall)
 
 
 _add_commands()
