@@ -52,6 +52,7 @@ from nexus_core.registry import (
     ToolRegistrar,
     ToolSpec,
 )
+from nexus_core.schemas import compact
 from nexus_core.sessions import current, like_process
 
 log = logging.getLogger("nexus")
@@ -598,14 +599,18 @@ def _entry(spec: ToolSpec, name: str, grants: Grants) -> ToolEntry:
 
 
 def _sdk_tool(name: str, spec: ToolSpec) -> Tool:
-    return Tool.from_function(
+    tool = Tool.from_function(
         spec.fn,
         name=name,
         title=spec.title,
-        description=spec.description,
+        description=inspect.cleandoc(spec.description or spec.fn.__doc__ or ""),  # no docstring indentation
         annotations=ToolAnnotations(title=spec.title, **spec.hints),
         meta={"nexus/plugin": spec.plugin, "nexus/category": spec.category},
     )
+    tool.parameters = compact(tool.parameters)  # every client reads these before the user says a word
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = compact(tool.fn_metadata.output_schema, output=True)
+    return tool
 
 
 def _first(results: list[Any]) -> Any:
