@@ -18,8 +18,8 @@ from .fs import SNIFF_BYTES, human_size, looks_binary, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 
-PathArg = Annotated[str, Field(description="A path inside the roots; relative paths start at the first root.")]
-DirArg = Annotated[str, Field(description="A folder inside the roots; relative paths start at the first root.")]
+PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
+DirArg = Annotated[str, Field(description="A folder inside the roots; relative to the first one.")]
 
 
 class FileContent(ToolOutput):
@@ -177,10 +177,7 @@ def register(register, ctx: PluginContext) -> None:
         offset: Annotated[int, Field(ge=1, description="First line to read, 1-based.")] = 1,
         limit: Annotated[int, Field(ge=1, le=100_000, description="Most lines to return.")] = 2000,
     ) -> FileContent:
-        """Read a text file as numbered lines, from line `offset`, at most `limit` lines.
-
-        Output above max_output_bytes is cut with a note saying which offset reads on.
-        """
+        """Read a text file as numbered lines from `offset`, at most `limit`; a cut says where to go on."""
         real = policy.resolve(path)
         shown = policy.display(real)
         lines = read_text(real, shown, config.max_file_size).splitlines()
