@@ -209,7 +209,7 @@ class PathPolicy:
             return None
         pattern = view.patterns[result.index] if result.index is not None else "?"
         builtin = result.index is not None and result.index < view.builtin
-        origin = "the built-in secret list (deny_secrets)" if builtin else "deny_paths"
+        origin = "built-in secret list (deny_secrets)" if builtin else "deny_paths"
         return f"matches the {origin} pattern '{pattern}'"
 
     def root_of(self, path: Path) -> Path | None:

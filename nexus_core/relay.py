@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from nexus_core import locate, runtime
 
+DRAIN_TIMEOUT = 60.0  # seconds the relay still waits for answers once the client has closed its input
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
 REPLAY_ID = "nexus-relay-replay"
 IN_FLIGHT_ERROR = -32603
@@ -139,17 +140,23 @@ class Relay:
         self.sock = self._connected()
 
     def _connected(self) -> socket.socket:
-        sock = self._dial() or self._start()
-        welcome = self._greet(sock)
-        if welcome.get("nexus") == "restart":  # the server was stale (an upgrade, an edited config): it exits
-            sock.close()
-            self._wait_gone()
+        """A greeted connection; a server that is dying (its socket still accepting) or stale is waited out."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
             sock = self._dial() or self._start()
-            welcome = self._greet(sock)
-        if welcome.get("nexus") != "welcome":
+            try:
+                welcome = self._greet(sock)
+            except OSError:  # reset: it died between accepting and answering
+                welcome = {"nexus": "restart"}
+            if welcome.get("nexus") == "welcome":
+                return sock
             sock.close()
-            raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}")
-        return sock
+            if welcome.get("nexus") != "restart":
+                raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}", 2)
+            if time.monotonic() > deadline:
+                raise RelayError(f"the shared server kept restarting (log: {self.files['log']})")
+            self._wait_gone()  # a stale server (an upgrade, an edited config) exits: then start a new one
+            time.sleep(0.05)
 
     def start_only(self) -> None:
         """Start the shared server if none listens (``nexus server start``)."""
@@ -208,6 +215,9 @@ class Relay:
         for line in iter(stdin.readline, b""):
             if line.strip():
                 self._to_server(line if line.endswith(b"\n") else line + b"\n")
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while (self.pending or self.backlog) and time.monotonic() < deadline:  # answer what was asked
+            time.sleep(0.01)
         with self.lock, contextlib.suppress(OSError):
             self.closing = True
             if self.sock is not None:
