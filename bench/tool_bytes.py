@@ -1,11 +1,11 @@
-"""Bytes of tool definitions a client receives from tools/list, per plugin, before the user says a word.
+"""Bytes of tool definitions a client receives from tools/list, per plugin and per profile.
 
-Starts ``nexus serve --standalone`` with every installed plugin, once with each plugin's default
-grants and once with every category granted, reads the raw tools/list reply off the pipe, and
-splits each tool's bytes (compact JSON, as sent) into description, input schema, output schema
-and the rest (name, title, annotations, execution).
+Starts ``nexus serve --standalone`` with every installed plugin: with each plugin's default grants,
+with every category granted, and with each built-in profile. It reads the raw tools/list reply off
+the pipe and splits each tool's bytes (compact JSON, as sent) into description, input schema and
+output schema (the rest is name, title, annotations and _meta).
 
-    .venv/bin/python bench/tool_bytes.py [--json]
+    .venv/bin/python bench/tool_bytes.py
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pipe_client import Server
 
-from nexus_core.config import parse_config
+from nexus_core.config import BUILTIN_PROFILES, parse_config
 from nexus_core.host import build_host
 
 
@@ -25,8 +25,9 @@ def size(value: object) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def measure(config: Path, plugin_of: dict[str, str]) -> tuple[int, dict[str, dict[str, int]]]:
-    server = Server([sys.executable, "-m", "nexus_core", "serve", "--standalone", "--config", str(config)], env=None)
+def measure(config: Path, plugin_of: dict[str, str], *args: str) -> tuple[int, dict[str, dict[str, int]]]:
+    command = [sys.executable, "-m", "nexus_core", "serve", "--standalone", "--config", str(config), *args]
+    server = Server(command, env=None)
     try:
         server.handshake()
         assert server.proc.stdin is not None and server.proc.stdout is not None
@@ -50,7 +51,8 @@ def measure(config: Path, plugin_of: dict[str, str]) -> tuple[int, dict[str, dic
 def print_table(title: str, total: int, rows: dict[str, dict[str, int]]) -> None:
     print(f"\n{title}: tools/list reply {total:,} bytes")
     print(f"{'plugin':<8} {'tools':>5} {'bytes':>8} {'description':>12} {'input':>8} {'output':>8}")
-    for name, row in [*sorted(rows.items()), ("total", {k: sum(r[k] for r in rows.values()) for k in rows["files"]})]:
+    total_row = {key: sum(row[key] for row in rows.values()) for key in ("tools", "bytes", "desc", "in", "out")}
+    for name, row in [*sorted(rows.items()), ("total", total_row)]:
         print(f"{name:<8} {row['tools']:>5} {row['bytes']:>8,} {row['desc']:>12,} {row['in']:>8,} {row['out']:>8,}")
 
 
@@ -64,17 +66,20 @@ def main() -> None:
         for state in host.plugins.values()
         if state.categories
     )
-    results = {}
-    for title, text in (("default grants", base), ("every category granted", base + every)):
-        config = work / f"{title.split()[0]}.toml"
-        config.write_text(text)
-        results[title] = measure(config, plugin_of)
-    if "--json" in sys.argv:
-        print(json.dumps({title: {"total": total, "plugins": rows} for title, (total, rows) in results.items()}))
-        return
+    runs = {"default grants": (base, ()), "every category granted": (base + every, ())}
+    runs |= {f"profile {name}": (base, ("--profile", name)) for name in sorted(BUILTIN_PROFILES)}
     print(f"python {sys.version.split()[0]}; plugins: {', '.join(sorted(set(plugin_of.values())))}")
-    for title, (total, rows) in results.items():
-        print_table(title, total, rows)
+    totals = []
+    for title, (text, args) in runs.items():
+        config = work / "nexus.toml"
+        config.write_text(text)
+        total, rows = measure(config, plugin_of, *args)
+        totals.append((title, sum(r["tools"] for r in rows.values()), total))
+        if not args:
+            print_table(title, total, rows)
+    print(f"\n{'run':<24} {'tools':>5} {'reply bytes':>12}")
+    for title, tools, total in totals:
+        print(f"{title:<24} {tools:>5} {total:>12,}")
 
 
 if __name__ == "__main__":
