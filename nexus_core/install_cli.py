@@ -61,7 +61,7 @@ def _edit(path: Path, change: Callable[[str], str | None]) -> tuple[str, str | N
         return before, after
 
 
-_client_argument = click.argument("client", type=click.Choice(list(clients.CLIENTS)))
+_client_argument = click.argument("client", metavar="CLIENT", type=click.Choice(list(clients.CLIENTS)))
 _name_option = click.option("--name", "server_name", default="nexus", show_default=True, help="The entry's name.")
 _file_option = click.option(
     "--file", type=click.Path(dir_okay=False), help="The client's config file (default: the one it reads)."
