@@ -38,6 +38,8 @@ _EXPORTS = {
     "ToolRegistrar": "nexus_core.registry",
 }
 
+__version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
+
 __all__ = [
     "Category",
     "ConfigError",

@@ -33,11 +33,11 @@ import anyio
 from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from nexus_core import runtime
+from nexus_core import __version__, runtime
 from nexus_core.client_pipes import ClientPipes
 from nexus_core.config import NexusConfig
 from nexus_core.console import last_used as console_last_used
-from nexus_core.host import Host, core_version
+from nexus_core.host import Host
 from nexus_core.narrowing import read_narrowing
 from nexus_core.sessions import Session, bound
 
@@ -215,7 +215,7 @@ class SharedServer:
             "nexus": "status",
             "pid": os.getpid(),
             "key": self.key,
-            "version": core_version(),
+            "version": __version__,
             "started": self.started,
             "uptime_s": round(time.time() - self.started, 1),
             "config": str(self.host.config.path or "defaults"),

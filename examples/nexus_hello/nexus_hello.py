@@ -10,8 +10,6 @@ from pydantic import BaseModel, Field
 
 from nexus_core import Category, PluginConfig, PluginContext, ToolError, hookimpl
 
-__version__ = "0.1.0"
-
 
 class HelloConfig(PluginConfig):
     """The keys of [plugins.hello] besides those the host reads."""

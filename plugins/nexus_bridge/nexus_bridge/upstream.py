@@ -20,6 +20,7 @@ import shutil
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.metadata import version
 from typing import Any, TypeVar
 
 import anyio
@@ -45,7 +46,7 @@ LOST_SESSION = ("Session terminated", "Session not found")  # how Streamable HTT
 ResultT = TypeVar("ResultT", bound=types.Result)
 ContentT = TypeVar("ContentT", bound=types.ContentBlock)
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
-CLIENT_INFO = types.Implementation(name="nexus-bridge", version="0.1.0")
+CLIENT_INFO = types.Implementation(name="nexus-bridge", version=version("nexus-stack-bridge"))
 
 
 class Upstream:

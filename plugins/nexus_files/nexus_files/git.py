@@ -64,7 +64,7 @@ DRIVER_COMMANDS = {"filter": ("clean", "smudge", "process"), "diff": ("textconv"
 # Entries of a git directory that must not lead outside the roots (symlinks, alternates).
 GIT_DIR_ENTRIES = ("objects", "refs", "packed-refs", "HEAD", "index", "config", "config.worktree", "info", "logs")
 
-RepoArg = Annotated[str, Field(description="A folder inside a git repository inside the roots.")]
+RepoArg = Annotated[str, Field(description="Any folder of the git repository.")]
 RevArg = Annotated[str, Field(description="A commit, branch or tag (e.g. HEAD~2, main, v1.0).")]
 
 

@@ -23,8 +23,6 @@ from nexus_core import (
     hookimpl,
 )
 
-__version__ = "0.1.0"
-
 
 class ManualConfig(PluginConfig):
     """The keys of [plugins.manual] besides those the host reads."""

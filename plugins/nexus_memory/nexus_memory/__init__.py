@@ -15,8 +15,6 @@ from nexus_core import Category, PluginContext, hookimpl
 from nexus_memory.config import MemoryConfig
 from nexus_memory.tools import Runtime, register_prompts, register_resources, register_tools
 
-__version__ = "0.1.0"
-
 _RUNTIMES: dict[int, Runtime] = {}  # one per plugin context, so several hosts in one process stay apart
 
 
