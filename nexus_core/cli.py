@@ -450,12 +450,14 @@ def config_check(config_path: str | None, overrides: tuple[str, ...], verbose: b
 
 def _add_commands() -> None:
     from nexus_core.console.command import console
+    from nexus_core.doctor import doctor
     from nexus_core.install_cli import install, uninstall
     from nexus_core.server_cli import server, trust
 
     cli.add_command(server)
     cli.add_command(trust)
     cli.add_command(console)
+    cli.add_command(doctor)
     cli.add_command(install)
     cli.add_command(uninstall)
 
