@@ -37,6 +37,7 @@ def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_a_second_status_runs_one_git_process(files_client, repo, git_log):
     async with files_client() as client:
         first = await call(client, "git_status")
+        git(repo, "update-index", "--refresh")  # another git client rewrites .git/index
         git_log.write_text("")
         second = await call(client, "git_status")
         assert git_log.read_text().split() == ["status"]
@@ -106,3 +107,10 @@ async def test_a_repository_moved_out_of_the_roots_is_refused(files_client, repo
         shutil.move(repo / ".git", outside / "moved.git")
         (repo / ".git").write_text(f"gitdir: {outside / 'moved.git'}\n")
         assert "outside the allowed roots" in await fail(client, "git_status")
+
+
+async def test_a_repository_created_inside_is_found(files_client, repo):
+    async with files_client() as client:
+        assert (await call(client, "git_status", repo="src/pkg"))["repo"] == "."
+        git(repo / "src", "init", "-q")
+        assert (await call(client, "git_status", repo="src/pkg"))["repo"] == "src"

@@ -2,11 +2,14 @@
 
 Finding the repository (``git rev-parse``) and listing its config (``git config
 --list``) cost two git processes per call. Their answers depend only on files:
-the folders from the one asked about up to the top (where a ``.git`` may
-appear), the ``.git`` file or folder, ``commondir`` and ``HEAD`` (for
-``includeIf "onbranch:..."``), and every config file git read or could include.
-Each of those is stamped (inode, size, mtime, ctime); a later call reuses the
-answer only when every stamp is the same. An answer is kept only when every
+what git looks for in each folder from the one asked about up to the top (a
+``.git``, or the ``HEAD``, ``objects`` and ``refs`` of a bare repository), the
+``.git`` file or folder, ``commondir`` and ``HEAD`` (for ``includeIf
+"onbranch:..."``), and every config file git read or could include. Each file is
+stamped (inode, size, mtime, ctime), each folder by its identity only (what
+matters inside it is watched entry by entry, and other git clients rewrite the
+index in ``.git`` all the time); a later call reuses the answer only when every
+stamp is the same. An answer is kept only when every
 file was last changed ``FRESH_NS`` before git started reading: timestamps are
 coarse (a file can change twice within one tick), and a change while git was
 reading would otherwise be stamped as if git had seen it.
@@ -15,6 +18,7 @@ reading would otherwise be stamped as if git had seen it.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +29,13 @@ Stamp = tuple[int, int, int, int] | None
 
 
 def stamp(path: Path) -> Stamp:
-    """(inode, size, mtime, ctime) of what ``path`` points to, or None when there is nothing."""
+    """(inode, size, mtime, ctime) of the file ``path`` points to; (inode, -1, 0, 0) for a folder; None if absent."""
     try:
         st = os.stat(path)
     except OSError:
         return None
+    if stat.S_ISDIR(st.st_mode):
+        return st.st_ino, -1, 0, 0
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
@@ -95,8 +101,10 @@ class Known:
 
 def watched_paths(folder: Path, top: Path, git_dir: Path, common_dir: Path, config: Config) -> tuple[Path, ...]:
     """Every path whose change could change what rev-parse or the config listing said for ``folder``."""
-    chain = [folder, *(p for p in folder.parents if p == top or p.is_relative_to(top))]
-    paths = {*chain, top / ".git", git_dir / "commondir", git_dir / "HEAD", *config.files}
+    below_top = [folder, *(p for p in folder.parents if p != top and p.is_relative_to(top))] if folder != top else []
+    paths = {folder, top, top / ".git", git_dir / "commondir", git_dir / "HEAD", *config.files}
+    for step in below_top:  # where discovery could stop before the top
+        paths |= {step / ".git", step / "HEAD", step / "objects", step / "refs"}
     for folder_ in {git_dir, common_dir}:
         paths |= {folder_ / "config", folder_ / "config.worktree"}
     return tuple(sorted(paths))
