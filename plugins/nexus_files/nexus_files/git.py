@@ -488,6 +488,7 @@ class Git:
             env=self.env(overrides),
             timeout=self.config.command_timeout,
             max_output=GIT_OUTPUT_CAP,
+            new_session=False,  # git reads no terminal (prompts are off), and vfork is much cheaper
         )
         if out.timed_out:
             raise ToolError(f"git timed out after {self.config.command_timeout} s")
