@@ -343,6 +343,9 @@ def table(rows: list[Row], variants: list[str]) -> str:
             base = None
             cells = [row.work, row.peer_label, f"SKIPPED: {row.skipped}"]
         for v in variants:
+            if v not in row.nexus:  # the row was not run at all (the reason is in the peer column)
+                cells += ["-", "-"]
+                continue
             s = row.samples[row.nexus[v].name]
             cells.append(f"{ms(s, 0.5):.2f} / {ms(s, 0.95):.2f}")
             cells.append(f"**{pct(s, 0.5) / base:.2f}x**" if base else "-")
@@ -548,10 +551,13 @@ class Bench:
         ))  # fmt: skip
         self.close_all()
 
+        recall_sizes = s.scale if self.args.recall_sizes is None else self.args.recall_sizes
         for size in s.scale:
             folder = self.work / f"graph-{size}"
             graph, memory_file, graph_queries = graph_data(folder, size)
-            memory_store(self.data / f"memory-{size}", size)
+            recall = size in recall_sizes
+            if recall:
+                memory_store(self.data / f"memory-{size}", size)
             nexus = self.nexus(f"scale-{size}", [files], graph, self.data / f"memory-{size}")
             env = server_env() | {"MEMORY_FILE_PATH": str(memory_file)}
             self.scaling.append(self.row(
@@ -562,10 +568,15 @@ class Bench:
                 nexus, "search_knowledge", lambda i, gq=graph_queries: {"query": gq[i % len(gq)]},
                 n if size <= 10_000 else max(3, n // 10), warmup=5,
             ))  # fmt: skip
-            self.scaling.append(self.row(
-                f"recall_memories, {size:,} memories", "(no peer)", Peer("none", skipped="no peer at this size"), None,
-                nexus, "recall_memories", lambda i: {"query": queries[i % len(queries)]}, n, warmup=5,
-            ))  # fmt: skip
+            if recall:
+                self.scaling.append(self.row(
+                    f"recall_memories, {size:,} memories", "(no peer)", Peer("none", skipped="no peer at this size"),
+                    None, nexus, "recall_memories", lambda i: {"query": queries[i % len(queries)]}, n, warmup=5,
+                ))  # fmt: skip
+            else:
+                reason = f"not run: {size:,} is not in --recall-sizes (embedding them takes minutes to hours)"
+                print(f"SKIPPED recall_memories, {size:,} memories: {reason}", flush=True)
+                self.scaling.append(Row(f"recall_memories, {size:,} memories", "(no peer)", None, reason, {}, 0))
             self.close_all()
 
     def basic_memory(self, peer: Peer, queries: list[str], notes: int) -> Target:
@@ -617,6 +628,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few calls, installs nothing")
     parser.add_argument("--no-install", action="store_true", help="use only peers already in the cache")
+    parser.add_argument("--recall-sizes", type=int, nargs="*", help="scaling sizes to run recall at (default all)")
     args = parser.parse_args()
     bench = Bench(args)
     started = time.perf_counter()
