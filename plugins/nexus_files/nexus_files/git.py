@@ -25,7 +25,7 @@ from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
 from .gitcache import Config, Known, RepoCache, read_config_listing, stamp, watched_paths
-from .process import run_process
+from .gitrun import run_git
 from .results import ToolOutput, tool
 
 GIT_OUTPUT_CAP = 16 * 1024 * 1024  # parsing needs whole records; the text shown is capped separately
@@ -482,15 +482,14 @@ class Git:
     async def raw_bytes(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, bytes, str]:
         if self.binary is None:
             raise ToolError("git is not installed on this machine")
-        out = await run_process(
+        out = await run_git(
             [self.binary, "--no-pager", "-C", str(cwd), *args],
-            cwd=cwd,
+            cwd=str(cwd),
             env=self.env(overrides),
             timeout=self.config.command_timeout,
-            max_output=GIT_OUTPUT_CAP,
-            new_session=False,  # git reads no terminal (prompts are off), and vfork is much cheaper
+            cap=GIT_OUTPUT_CAP,
         )
-        if out.timed_out:
+        if out.exit_code is None:
             raise ToolError(f"git timed out after {self.config.command_timeout} s")
         return out.exit_code or 0, out.stdout, _text(out.stderr)
 

@@ -105,15 +105,11 @@ async def run_process(
     timeout: float,
     max_output: int,
     stdin: bytes | None = None,
-    new_session: bool = True,
 ) -> ProcessOutput:
     """Run ``argv`` in its own process group; on timeout (or cancellation) kill the whole group.
 
     The result comes when the process exits: its background jobs get EXIT_GRACE
-    seconds to finish writing, then the group is killed. ``new_session=False``
-    keeps the group but not a session of its own (no detaching from a terminal):
-    Python 3.11 forks a large server process instead of using vfork when asked
-    for a new session, which costs milliseconds per start.
+    seconds to finish writing, then the group is killed.
     """
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
@@ -123,8 +119,7 @@ async def run_process(
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        start_new_session=new_session,
-        process_group=None if new_session else 0,
+        start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Sink(max_output), _Sink(max_output)
