@@ -3,7 +3,7 @@
     .venv/bin/python bench/peers.py                  # full sizes; installs the peers first
     .venv/bin/python bench/peers.py --quick          # small sizes
     .venv/bin/python bench/peers.py --smoke          # tiny and installs nothing (what the test runs)
-    .venv/bin/python bench/peers.py --nexus standalone="nexus serve --standalone" --nexus relay="nexus serve"
+    .venv/bin/python bench/peers.py --nexus today="nexus serve"    # one column instead of the two defaults
 
 Peers, installed from the package registries into --cache (default
 ~/.cache/nexus-bench/peers) at pinned versions: @modelcontextprotocol/server-filesystem
@@ -12,8 +12,11 @@ basic-memory (PyPI, own venv on a Python >= 3.12 found on the machine) and a bar
 SDK server with one tool. A peer that cannot be had is printed as SKIPPED with the
 reason; the Nexus side of its row is still measured.
 
-Every Nexus variant (--nexus NAME=COMMAND, repeatable; default `nexus serve`) is
-started with `--config <file>` appended, all plugins installed, the audit log on.
+Every Nexus variant (--nexus NAME=COMMAND, repeatable; default: standalone =
+`nexus serve --standalone` and relay = `nexus serve`, which relays to a shared
+server) is started with `--config <file>` appended, all plugins installed, the
+audit log on; shared servers run in the bench's own runtime folders and are
+stopped at the end.
 Calls go over raw JSON-RPC pipes (bench/pipe_client.py, replies read in 1 MiB
 chunks) and are interleaved in blocks (peer, variant 1, variant 2, ...), so
 machine noise hits every server alike. Ratios are Nexus p50 / peer p50.
@@ -55,6 +58,10 @@ def echo(text: str) -> str:
     return text
 mcp.run()
 """
+
+
+# `nexus serve` relays to the shared server (as clients run it); --standalone serves in its own process.
+DEFAULT_VARIANTS = [("standalone", "nexus serve --standalone"), ("relay", "nexus serve")]
 
 
 @dataclass(frozen=True)
@@ -400,7 +407,11 @@ class Bench:
         self.work = Path(tempfile.mkdtemp(prefix="nexus-peers-"))
         # Data worth keeping between runs (memory stores take minutes to embed, the grep tree to write).
         self.data: Path = self.work if args.smoke else args.data.expanduser()
-        self.variants: list[tuple[str, str]] = args.nexus or [("nexus", "nexus serve")]
+        self.variants: list[tuple[str, str]] = args.nexus or DEFAULT_VARIANTS
+        # The relay's shared server lives in these folders: the bench never touches one the user runs.
+        xdg = {"XDG_RUNTIME_DIR": "run", "XDG_STATE_HOME": "state", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "xdg"}
+        self.nexus_env = server_env() | {key: str(self.work / "xdg" / sub) for key, sub in xdg.items()}
+        self.configs: list[Path] = []
         self.servers: list[Server] = []
         self.rows: list[Row] = []
         self.scaling: list[Row] = []
@@ -434,10 +445,15 @@ class Bench:
                 server.close()
             except Exception:
                 server.proc.kill()
+        nexus = str(Path(sys.executable).parent / "nexus")
+        while self.configs:  # a relay variant started a shared server for each config: stop it
+            stop = [nexus, "server", "stop", "--config", str(self.configs.pop())]
+            subprocess.run(stop, env=self.nexus_env, capture_output=True, check=False, timeout=60)
 
     def nexus(self, name: str, roots: list[Path], graph: Path, memory: Path) -> dict[str, Server]:
         config = nexus_config(self.work, name, roots, graph, memory)
-        return {v: self.spawn(nexus_command(cmd, config), "read_file") for v, cmd in self.variants}
+        self.configs.append(config)
+        return {v: self.spawn(nexus_command(cmd, config), "read_file", self.nexus_env) for v, cmd in self.variants}
 
     def row(
         self,
@@ -620,7 +636,7 @@ def variant(text: str) -> tuple[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nexus", type=variant, action="append", metavar="NAME=COMMAND",
-                        help="a Nexus variant to measure (repeatable); default: nexus='nexus serve'")  # fmt: skip
+                        help="a Nexus variant to measure (repeatable); default: standalone and relay")  # fmt: skip
     cache = Path(os.environ.get("NEXUS_BENCH_CACHE", "~/.cache/nexus-bench"))
     parser.add_argument("--cache", type=Path, default=cache / "peers", help="where the peers are installed")
     parser.add_argument("--data", type=Path, default=cache / "data", help="generated data kept between runs")

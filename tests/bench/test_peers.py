@@ -29,21 +29,22 @@ FIGURES = r"\d+\.\d\d / \d+\.\d\d"
 
 def test_smoke_mode_prints_every_row(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(BENCH), "--smoke", "--cache", str(tmp_path / "peers"), "--nexus", "today=nexus serve"],
+        [sys.executable, str(BENCH), "--smoke", "--cache", str(tmp_path / "peers")],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    tables = proc.stdout.split("nexus variant today: nexus serve", 1)[1]
-    assert "| today p50 / p95 ms | today / peer |" in tables
+    variants = "nexus variant standalone: nexus serve --standalone\nnexus variant relay: nexus serve\n"
+    tables = proc.stdout.split(variants, 1)[1]
+    assert "| standalone p50 / p95 ms | standalone / peer | relay p50 / p95 ms | relay / peer |" in tables
     for work in ROWS:
         line = next((ln for ln in tables.splitlines() if ln.startswith(f"| {work} |")), None)
         assert line is not None, f"row {work!r} missing from:\n{tables}"
-        peer, nexus = line.split(" | ")[2:4]
-        assert re.fullmatch(FIGURES, nexus), line  # Nexus is always measured
+        peer, standalone, _, relay = line.split(" | ")[2:6]
+        assert re.fullmatch(FIGURES, standalone) and re.fullmatch(FIGURES, relay), line  # Nexus is always measured
         assert re.fullmatch(FIGURES, peer) or re.fullmatch(r"SKIPPED: .+", peer), line
     # The bare SDK server needs nothing installed: its row always has figures and a ratio.
     echo = next(ln for ln in tables.splitlines() if ln.startswith("| trivial tool call (echo) |"))
-    assert re.search(rf"\| {FIGURES} \| {FIGURES} \| \*\*\d+\.\d\dx\*\* \|$", echo), echo
+    assert re.search(rf"\| {FIGURES} \| {FIGURES} \| \*\*\d+\.\d\dx\*\* \| {FIGURES} \| \*\*\d+\.\d\dx\*\* \|$", echo)
