@@ -1,6 +1,10 @@
-"""Serving one client on its own stdin and stdout, which its relay handed over (see ``relay``).
+"""Serving one client on its own stdin and stdout: a standalone server's, or those a relay handed over.
 
-The shared server reads the client's requests from the client's pipe and
+A standalone ``nexus serve --standalone`` serves its own stdin and stdout this
+way, and the shared server serves each relay's client's (see ``relay``): the
+pipes are waited on with the event loop's epoll, not read and written through
+worker threads as the SDK's stdio transport does, which saves two thread
+hand-offs a call. The shared server reads the client's requests from the client's pipe and
 writes the answers straight to it, exactly as a standalone server on stdio
 would: no process sits in between. What the relay needs should this server
 die is kept where the relay can read it afterwards without being woken on
@@ -18,9 +22,11 @@ import contextlib
 import json
 import logging
 import os
+import stat
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from anyio.abc import SocketStream
 from mcp.server.runner import serve_dual_era_loop
@@ -37,8 +43,12 @@ DRAIN_TIMEOUT = 60.0  # seconds answers may still take once the client has close
 class ClientPipes:
     """One client's session over its own pipes, with notes to its relay."""
 
-    def __init__(self, relay: SocketStream, infd: int, outfd: int, trackfd: int, hello: dict[str, Any]) -> None:
+    def __init__(
+        self, infd: int, outfd: int, *, relay: SocketStream | None = None, trackfd: int | None = None, hello: Any = None
+    ) -> None:
+        hello = hello or {}
         self.relay, self.infd, self.outfd, self.trackfd = relay, infd, outfd, trackfd
+        self.pollable = {fd: not stat.S_ISREG(os.fstat(fd).st_mode) for fd in (infd, outfd)}  # epoll refuses files
         self.replay: list[str] = list(hello.get("replay") or [])
         self.pending_input = (hello.get("pending_input") or "").encode("latin-1")
         self.in_flight: set[str] = set()
@@ -48,15 +58,17 @@ class ClientPipes:
 
     async def serve(self, lowlevel: Any, state: Any) -> None:
         """Serve until the client closes its input (then tell the relay ``bye``) or the relay goes away."""
-        for fd in (self.infd, self.outfd):
-            os.set_blocking(fd, False)
+        for fd, pollable in self.pollable.items():
+            if pollable:
+                os.set_blocking(fd, False)
         incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](16)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read, incoming_send)
                 tg.start_soon(self._write, outgoing_receive)
-                tg.start_soon(self._watch_relay, tg.cancel_scope)
+                if self.relay is not None:
+                    tg.start_soon(self._watch_relay, tg.cancel_scope)
                 await serve_dual_era_loop(
                     lowlevel,
                     parse_error_replies(incoming, outgoing),
@@ -95,6 +107,8 @@ class ClientPipes:
                     await self.answered.wait()
 
     async def _read_some(self) -> bytes:
+        if not self.pollable[self.infd]:  # a regular file: read it in a worker thread
+            return await anyio.to_thread.run_sync(os.read, self.infd, 1 << 16)
         while True:
             await anyio.wait_readable(self.infd)
             try:
@@ -139,6 +153,8 @@ class ClientPipes:
                         self.answered.set()
 
     async def _write_all(self, data: bytes) -> bool:
+        if not self.pollable[self.outfd]:
+            return await anyio.to_thread.run_sync(_write_blocking, self.outfd, data)
         view = memoryview(data)
         while view:
             try:
@@ -153,11 +169,15 @@ class ClientPipes:
 
     def _track(self) -> None:
         """The requests in flight, for the relay to answer should this server die: one write, no wake-up."""
+        if self.trackfd is None:
+            return
         data = json.dumps(sorted(self.in_flight)).encode()
         with contextlib.suppress(OSError):
             os.pwrite(self.trackfd, len(data).to_bytes(8, "little") + data, 0)
 
     async def _note(self, note: dict[str, Any]) -> None:
+        if self.relay is None:
+            return
         async with self._notes:
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await self.relay.send(json.dumps(note).encode() + b"\n")
@@ -168,3 +188,12 @@ class ClientPipes:
             while await self.relay.receive():
                 pass
         scope.cancel()
+
+
+def _write_blocking(fd: int, data: bytes) -> bool:
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        return False
+    return True

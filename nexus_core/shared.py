@@ -186,7 +186,8 @@ class SharedServer:
         log.info("session %s opened (relay pid %s, %s)", session.id, hello.get("pid"), session.cwd)
         try:
             with bound(session):
-                await ClientPipes(stream, *fds, hello).serve(self.host.server._lowlevel_server, state)
+                pipes = ClientPipes(fds[0], fds[1], relay=stream, trackfd=fds[2], hello=hello)
+                await pipes.serve(self.host.server._lowlevel_server, state)
         finally:
             for fd in fds:
                 os.close(fd)

@@ -1,7 +1,8 @@
 """Serving: stdio (what desktop clients launch) and Streamable HTTP.
 
 On stdio, stdout carries the protocol and nothing else: while plugins load,
-file descriptor 1 points at stderr, and while serving the SDK keeps it there,
+file descriptor 1 points at stderr, and while serving the protocol has its own
+copies of the client's pipes while fd 1 stays on stderr (``claimed_stdio``),
 so a plugin (or a child process) that prints cannot corrupt the stream.
 """
 
@@ -24,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
@@ -57,17 +57,34 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 async def serve_stdio(host: Host) -> None:
-    server = host.server
+    """One client on this process's stdin and stdout (``nexus serve --standalone``)."""
+    from nexus_core.client_pipes import ClientPipes  # it builds on parse_error_replies, below
+
     bind(process_session())  # one client: the one that launched this process
-    async with anyio.create_task_group() as serving:
-        serving.start_soon(_stop_on_sigterm, host)
-        async with stdio_server() as (read_stream, write_stream):
-            await server._lowlevel_server.run(  # the SDK's own run_stdio_async does the same
-                parse_error_replies(read_stream, write_stream),
-                write_stream,
-                server._lowlevel_server.create_initialization_options(),
-            )
-        serving.cancel_scope.cancel()
+    lowlevel = host.server._lowlevel_server
+    with claimed_stdio() as (infd, outfd):
+        async with lowlevel.lifespan(lowlevel) as state, anyio.create_task_group() as serving:
+            serving.start_soon(_stop_on_sigterm, host)
+            await ClientPipes(infd, outfd).serve(lowlevel, state)
+            serving.cancel_scope.cancel()
+
+
+@contextmanager
+def claimed_stdio() -> Iterator[tuple[int, int]]:
+    """The protocol's own copies of fds 0 and 1. While serving, fd 0 reads nothing and fd 1 goes to stderr,
+    so a plugin or a child process can neither eat the client's input nor write into the protocol."""
+    infd, outfd, saved_in, saved_out = os.dup(0), os.dup(1), os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        yield infd, outfd
+    finally:
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        for fd in (saved_in, saved_out, infd, outfd):
+            os.close(fd)
 
 
 async def _stop_on_sigterm(host: Host) -> None:
