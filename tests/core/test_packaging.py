@@ -72,6 +72,8 @@ def test_every_imported_distribution_is_declared(folder: Path) -> None:
     missing = set()
     for src in sources(folder):
         for file in [src] if src.is_file() else sorted(src.rglob("*.py")):
+            if file.suffix != ".py":
+                continue
             for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):
                     modules = [alias.name for alias in node.names]
