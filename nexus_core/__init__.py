@@ -12,6 +12,7 @@ See ``docs/plugin_hooks.md`` for every hook.
 from mcp.server.mcpserver.exceptions import ToolError
 
 from nexus_core.atomic import atomic_write
+from nexus_core.config import load_config
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
 from nexus_core.hookspecs import hookimpl
 from nexus_core.live import LivePrompt, LiveResource, LiveTool
@@ -36,4 +37,5 @@ __all__ = [
     "ToolRegistrar",
     "atomic_write",
     "hookimpl",
+    "load_config",
 ]
