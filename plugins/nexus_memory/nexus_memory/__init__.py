@@ -1,12 +1,14 @@
 """nexus-memory: remember what a developer learned, recall it by meaning, across projects.
 
 Memories and their links live in Chroma (embedded in the data dir, or a
-``chroma run`` server). Chroma, onnxruntime and the model load on first use,
-so server start stays fast.
+``chroma run`` server). Chroma, onnxruntime and the model load in a worker
+thread right after start (``warm_up``), so neither the handshake nor the first
+call waits for them.
 """
 
 from __future__ import annotations
 
+import anyio.to_thread
 from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
@@ -58,7 +60,13 @@ def nexus_register_prompts(register) -> None:
 
 
 @hookimpl
-def nexus_shutdown(ctx: PluginContext) -> None:
+def nexus_startup(ctx: PluginContext) -> None:
+    if ctx.config.warm_up:
+        runtime(ctx).start_warm_up()
+
+
+@hookimpl
+async def nexus_shutdown(ctx: PluginContext) -> None:
     rt = _RUNTIMES.pop(id(ctx), None)
     if rt is not None:
-        rt.close()
+        await anyio.to_thread.run_sync(rt.close)

@@ -2,16 +2,24 @@
 
 Tools are async and run every blocking step (embedding, Chroma) in a worker
 thread, so other calls keep flowing while the model loads or Chroma works.
+Right after start a worker thread opens the store and loads the model (the
+warm-up), so the first call does not pay for it; a call that arrives during
+the warm-up waits for it instead of loading a second time.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
+import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
+import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
@@ -28,7 +36,8 @@ from nexus_memory.models import (
     MemoryLinks,
     MemoryList,
     MemoryType,
-    MergeResult,
+    MergedMemory,
+    Pong,
     RecallResult,
     RelationType,
     Stats,
@@ -36,26 +45,30 @@ from nexus_memory.models import (
     UnlinkResult,
     UpdatedMemory,
 )
-from nexus_memory.service import MemoryService
-from nexus_memory.store import ChromaStore, StoreError
+from nexus_memory.service import MemoryService, NotFound
+from nexus_memory.store import ChromaStore, StoreError, one_line
 
 T = TypeVar("T")
 
+log = logging.getLogger("nexus.memory")
+
 MemoryId = Annotated[str, Field(min_length=1, description="A memory's id (UUID), from store/recall/list.")]
-Tags = Annotated[list[str] | None, Field(description="Tags such as technology, error family, component.")]
 ContextFilter = Annotated[str | None, Field(description="Only memories of this project (context_name).")]
 TagFilter = Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")]
 TypeFilter = Annotated[MemoryType | None, Field(description="Only memories of this type.")]
 
 
 class Runtime:
-    """The plugin's state for one host: the service is built on first use."""
+    """The plugin's state for one host: the service, built on first use or by the warm-up."""
 
     def __init__(self, ctx: PluginContext) -> None:
         self.ctx = ctx
         self.config: MemoryConfig = ctx.config
         self._service: MemoryService | None = None
         self._lock = threading.Lock()
+        self._warm_up: threading.Thread | None = None
+        self._warm_error: str | None = None
+        self._stopping = threading.Event()
 
     def service(self) -> MemoryService:
         with self._lock:
@@ -65,16 +78,53 @@ class Runtime:
                 self._service = MemoryService(store, self.config.stale_days)
             return self._service
 
+    def start_warm_up(self) -> None:
+        """Open the store and load the model in a worker thread, so the first call answers at once."""
+        self._warm_up = threading.Thread(target=self._warm, name="nexus-memory-warm-up", daemon=True)
+        self._warm_up.start()
+
+    def _warm(self) -> None:
+        started = time.perf_counter()
+        try:
+            store = self.service().store
+            store.open()
+            if self._stopping.is_set():  # the server stops already: do not load the model for nothing
+                return
+            store.embed(["warm-up"])
+        except Exception as exc:  # the tools report it on every call; the server serves on
+            self._warm_error = str(exc) if isinstance(exc, EmbedderError | StoreError) else one_line(exc)
+            log.warning("memory store not ready: %s", self._warm_error)
+            return
+        log.info("memory store ready: warmed up in the background in %.2f s", time.perf_counter() - started)
+
+    def state(self) -> str:
+        """What ``ping`` reports, without waiting for anything."""
+        if self._warm_up is not None and self._warm_up.is_alive():
+            return "warming up"
+        if self._service is not None and self._service.store.is_open:
+            return "ready"
+        return f"unavailable: {self._warm_error}" if self._warm_error else "not loaded"
+
     def run_sync(self, fn: Callable[[MemoryService], T]) -> T:
         try:
             return fn(self.service())
+        except ToolError:
+            raise
         except (EmbedderError, StoreError) as exc:
             raise ToolError(str(exc)) from None
+        except Exception as exc:  # Chroma or the disk failed: say why, and reopen the store at the next call
+            log.exception("memory store failure")
+            if self._service is not None:
+                self._service.store.close()
+            raise ToolError(f"the memory store failed: {one_line(exc)}") from exc
 
     async def run(self, fn: Callable[[MemoryService], T]) -> T:
         return await anyio.to_thread.run_sync(partial(self.run_sync, fn))
 
     def close(self) -> None:
+        self._stopping.set()
+        if self._warm_up is not None:
+            self._warm_up.join()  # never leave it loading into an interpreter that exits
         if self._service is not None:
             self._service.store.close()
             self._service = None
@@ -84,16 +134,25 @@ def register_tools(register: Any, rt: Runtime) -> None:
     async def store_memory(
         content: Annotated[str, Field(min_length=1, description="What was learned, in Markdown.")],
         context_name: Annotated[str, Field(min_length=1, max_length=200, description="The project's name.")],
-        tags: Tags = None,
+        tags: Annotated[list[str], Field(description="Keywords: technology, error family, component ([] for none).")],
         memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
     ) -> StoredMemory:
         """Remember something learned (a fix, a failure, a decision, an insight) for a project.
 
-        Returns the new id and an analysis: similar memories worth linking, and
-        insights (a likely duplicate: use update_memory instead; a possible
-        contradiction; a success that resolves an earlier failure).
+        Returns the new memory_id and an analysis: suggested_links to similar
+        memories, and insights (a likely duplicate: use update_memory instead;
+        a possible contradiction; a success that may resolve an earlier failure,
+        in any project).
         """
-        return await rt.run(lambda s: s.store_memory(content, context_name, tags or [], memory_type))
+        memory_id = str(uuid.uuid4())
+        try:
+            stored = await rt.run(lambda s: s.store_memory(content, context_name, tags, memory_type, memory_id))
+            await anyio.lowlevel.checkpoint()  # raises if the client cancelled while the worker thread stored
+            return stored
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # the client gave up and may retry: leave no copy behind
+                await rt.run(lambda s: s.forget(memory_id))
+            raise
 
     async def recall_memories(
         query: Annotated[str, Field(min_length=1, description="The problem, question or error, in any words.")],
@@ -125,7 +184,7 @@ def register_tools(register: Any, rt: Runtime) -> None:
         tags: Annotated[list[str] | None, Field(description="The new tags (replace the old ones).")] = None,
         memory_type: Annotated[MemoryType | None, Field(description="The new type.")] = None,
     ) -> UpdatedMemory:
-        """Change a memory's content, tags or type; reports what changed."""
+        """Change a memory's content, tags or type; `changes` lists what changed."""
         return await rt.run(lambda s: s.update(memory_id, content, tags, memory_type))
 
     async def delete_memory(memory_id: MemoryId) -> DeletedMemory:
@@ -133,13 +192,19 @@ def register_tools(register: Any, rt: Runtime) -> None:
         return await rt.run(lambda s: s.delete(memory_id))
 
     async def get_stats() -> Stats:
-        """Totals by type, projects, tags and links."""
+        """Totals: memories by type, contexts (projects), tags and the most used ones, links."""
         return await rt.run(lambda s: s.stats())
 
     async def link_memories(
         source_id: MemoryId,
         target_id: MemoryId,
-        relation_type: Annotated[RelationType, Field(description="How source relates to target.")] = "related",
+        relation_type: Annotated[
+            RelationType,
+            Field(
+                description="How source relates to target: related, supersedes (replaces or fixes it), "
+                "contradicts, extends, depends_on."
+            ),
+        ],
         reason: Annotated[str, Field(max_length=1000, description="Why they are linked.")] = "",
     ) -> LinkResult:
         """Link two memories (source --relation--> target); linking again refreshes the reason."""
@@ -154,7 +219,7 @@ def register_tools(register: Any, rt: Runtime) -> None:
         return await rt.run(lambda s: s.unlink(source_id, target_id, relation_type))
 
     async def get_memory_links(memory_id: MemoryId) -> MemoryLinks:
-        """A memory's outgoing and incoming links."""
+        """A memory's outgoing links (`links`), and the links to it (`incoming`)."""
         return await rt.run(lambda s: s.links(memory_id))
 
     async def explore_related(
@@ -173,9 +238,15 @@ def register_tools(register: Any, rt: Runtime) -> None:
         target_id: Annotated[str, Field(min_length=1, description="The memory that remains (keeps its id).")],
         source_ids: Annotated[list[str], Field(min_length=1, description="Memories folded into it, then deleted.")],
         content: Annotated[str | None, Field(description="The merged content (default: all joined).")] = None,
-    ) -> MergeResult:
-        """Fold memories into one: content joined (or given), tags united, links moved; the sources are deleted."""
+    ) -> MergedMemory:
+        """Fold similar memories into one: content joined (or given), tags united, links moved; sources deleted."""
         return await rt.run(lambda s: s.merge(target_id, source_ids, content))
+
+    async def ping() -> Pong:
+        """Check that the memory server answers: status, version, and whether the store is ready."""
+        from nexus_memory import __version__
+
+        return Pong(status="ok", version=__version__, store=rt.state())
 
     ro = {"read_only": True, "idempotent": True}
     register(store_memory, category="write", title="Store a memory", destructive=False)
@@ -191,18 +262,21 @@ def register_tools(register: Any, rt: Runtime) -> None:
     register(explore_related, category="read", title="Explore related memories", **ro)
     register(analyze_knowledge, category="read", title="Analyse the knowledge base", **ro)
     register(merge_memories, category="delete", title="Merge memories", destructive=True, idempotent=False)
+    register(ping, category="read", title="Ping the memory server", **ro)
 
 
 def register_resources(register: Any, rt: Runtime) -> None:
     def memory(id: str) -> str:
         try:
             m = rt.run_sync(lambda s: s.get_memory(id))
-        except ToolError as exc:
+        except NotFound as exc:
             raise ResourceNotFoundError(str(exc)) from None
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
         tags = ", ".join(m.tags) or "(none)"
         return (
-            f"# {m.memory_type}: {m.context}\n\n- id: {m.id}\n- tags: {tags}\n- created: {m.created_at}\n"
-            f"- updated: {m.updated_at}\n\n{m.content}\n"
+            f"# {m.type}: {m.context}\n\n- id: {m.id}\n- type: {m.type}\n- context: {m.context}\n- tags: {tags}\n"
+            f"- created_at: {m.created_at}\n- updated_at: {m.updated_at}\n\n{m.content}\n"
         )
 
     def stats() -> str:
@@ -211,12 +285,21 @@ def register_resources(register: Any, rt: Runtime) -> None:
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
 
-    register(memory, "memory://{id}", name="memory", title="A memory", mime_type="text/markdown", category="read")
+    register(
+        memory,
+        "memory://{id}",
+        name="memory",
+        title="A memory",
+        description="One memory as Markdown: its type, context, tags and times, then its content.",
+        mime_type="text/markdown",
+        category="read",
+    )
     register(
         stats,
         "memory://stats",
         name="memory_stats",
         title="Memory statistics",
+        description="What get_stats returns, as JSON.",
         mime_type="application/json",
         category="read",
     )
@@ -232,8 +315,8 @@ def register_prompts(register: Any) -> None:
         return (
             f"We just solved this problem{where}: {problem}\n\n"
             "Record it with the memory tools so it can be found the next time it happens:\n"
-            "1. First call recall_memories with the symptom. If a memory already covers it, call update_memory "
-            "on it instead of storing a copy.\n"
+            "1. First call recall_memories with the symptom. If one of the returned memories already covers it, "
+            "call update_memory on its id instead of storing a copy.\n"
             "2. Otherwise call store_memory with memory_type 'success' (or 'failure' for an approach that did "
             "not work), context_name set to the project, and content in Markdown with these sections:\n"
             "   - **Symptom**: what was seen, quoting exact error messages, codes and function names verbatim "
@@ -243,8 +326,12 @@ def register_prompts(register: Any) -> None:
             "   - **Context**: versions, environment, and anything that limits when the fix applies.\n"
             "3. tags: 3-6 short lowercase tags (language, library, component, error family), reusing existing "
             "spellings (get_stats lists the tags in use).\n"
-            "4. Read the response: link the suggested memories that really relate with link_memories, and act "
-            "on any potential_duplicate or potential_contradiction insight."
+            "4. Read the response. suggested_links lists similar memories with a suggested_relation and a reason: "
+            "link those that really relate with link_memories(source_id=memory_id, target_id, relation_type, "
+            "reason). Act on each of the insights by its type: success_after_failure (this fix may resolve a "
+            "failure recorded earlier, maybe in another project: link it with relation_type 'supersedes'), "
+            "potential_duplicate (update the existing memory and delete the new one), potential_contradiction "
+            "(decide which one still holds). Each insight's suggested_action says how."
         )
 
     register(record_fix, title="Record a fix", category="write")
