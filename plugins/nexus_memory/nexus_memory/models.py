@@ -1,8 +1,8 @@
 """The structured outputs of the memory tools.
 
-The field names, their nesting and their types are the Exocortex design's
-(``/work/shared/seeds``, public API): fields may be added, never renamed,
-re-nested or dropped. Each model says which of its fields are additions.
+The field names, their nesting and their types are those of the original
+Exocortex design, which are public API: fields may be added, never renamed,
+re-nested or dropped. The descriptions say which fields Nexus added.
 """
 
 from __future__ import annotations
