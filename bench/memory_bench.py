@@ -229,7 +229,9 @@ async def server_rss(data_dir: Path, queries: list[str]) -> float:
         for i, q in enumerate(queries):
             await s.call_tool("recall_memories", {"query": q})
             if i % 3 == 0:
-                await s.call_tool("store_memory", {"content": f"RSS probe {i}: {q}", "context_name": "bench"})
+                await s.call_tool(
+                    "store_memory", {"content": f"RSS probe {i}: {q}", "context_name": "bench", "tags": []}
+                )
         (pid,) = children() - before
         return rss_mb(pid)
 
@@ -374,7 +376,7 @@ async def quality(distractors: int, report: list[str]) -> None:
                         rrf[i] += 1 / (60 + r)
                 fused = [i for i, _ in rrf.most_common()]
                 out = await client.call_tool("recall_memories", {"query": q["query"], "limit": 20})
-                got = [r["id"] for r in out.structured_content["results"]]
+                got = [r["id"] for r in out.structured_content["memories"]]
                 for name, ranking in zip(
                     systems, ([ids[i] for i in sem], [ids[i] for i in kw], [ids[i] for i in fused], got), strict=True
                 ):
