@@ -6,18 +6,37 @@ point group ``nexus``::
     [project.entry-points.nexus]
     hello = "nexus_hello"
 
-See ``docs/plugin_hooks.md`` for every hook.
+See ``docs/plugin_hooks.md`` for every hook. The names below are the whole API
+a plugin may import; they load on first use, so the relay that desktop clients
+launch (``nexus serve``) starts without importing the SDK.
 """
 
-from mcp.server.mcpserver.exceptions import ToolError
+from __future__ import annotations
 
-from nexus_core.atomic import atomic_write
-from nexus_core.config import load_config
-from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
-from nexus_core.hookspecs import hookimpl
-from nexus_core.live import LivePrompt, LiveResource, LiveTool
-from nexus_core.permissions import Category, PathPolicy
-from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ToolError": "mcp.server.mcpserver.exceptions",
+    "atomic_write": "nexus_core.atomic",
+    "load_config": "nexus_core.config",
+    "ConfigError": "nexus_core.errors",
+    "NexusError": "nexus_core.errors",
+    "PermissionDenied": "nexus_core.errors",
+    "PluginError": "nexus_core.errors",
+    "hookimpl": "nexus_core.hookspecs",
+    "LivePrompt": "nexus_core.live",
+    "LiveResource": "nexus_core.live",
+    "LiveTool": "nexus_core.live",
+    "locked": "nexus_core.locks",
+    "Category": "nexus_core.permissions",
+    "PathPolicy": "nexus_core.permissions",
+    "PluginConfig": "nexus_core.registry",
+    "PluginContext": "nexus_core.registry",
+    "PromptRegistrar": "nexus_core.registry",
+    "ResourceRegistrar": "nexus_core.registry",
+    "ToolRegistrar": "nexus_core.registry",
+}
 
 __all__ = [
     "Category",
@@ -38,4 +57,27 @@ __all__ = [
     "atomic_write",
     "hookimpl",
     "load_config",
+    "locked",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nexus_core' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from nexus_core.atomic import atomic_write
+    from nexus_core.config import load_config
+    from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+    from nexus_core.hookspecs import hookimpl
+    from nexus_core.live import LivePrompt, LiveResource, LiveTool
+    from nexus_core.locks import locked
+    from nexus_core.permissions import Category, PathPolicy
+    from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar

@@ -6,7 +6,10 @@ import contextlib
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
+
+STALE_AFTER = 60.0  # seconds: a temp file this old belongs to a write that was killed, not to one under way
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
@@ -18,6 +21,7 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
+    sweep(path.parent, f".{path.name}.")
     if mode is None:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
@@ -35,6 +39,21 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def sweep(folder: Path, prefix: str = ".", *, recursive: bool = False) -> int:
+    """Remove what writes killed mid-way left (``.<name>.XXXX.tmp`` older than a minute); returns how many."""
+    removed = 0
+    now = time.time()
+    candidates = folder.rglob(f"{prefix}*.tmp") if recursive else folder.glob(f"{prefix}*.tmp")
+    with contextlib.suppress(OSError):
+        for tmp in candidates:
+            with contextlib.suppress(OSError):
+                info = tmp.lstat()
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER:
+                    tmp.unlink()
+                    removed += 1
+    return removed
 
 
 def _umask() -> int:

@@ -35,9 +35,15 @@ class AuditLog:
         duration_ms: float,
         arguments: dict[str, Any] | None = None,
         error: str | None = None,
+        kind: str = "tool",
+        client: str = "",
+        session: str = "",
     ) -> None:
         entry: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "client": client or "unknown",
+            "session": session,
+            "kind": kind,
             "plugin": plugin,
             "tool": tool,
             "outcome": outcome,

@@ -19,10 +19,12 @@ import importlib_metadata
 
 from nexus_core import clients
 from nexus_core.atomic import atomic_write
-from nexus_core.config import CONFIG_NAME, NexusConfig, load_config, parse_config, user_config_path
+from nexus_core.config import CONFIG_NAME, NexusConfig, find_config, parse_config, read_config, user_config_path
 from nexus_core.errors import NexusError
 from nexus_core.host import Host, build_host
+from nexus_core.narrowing import read_narrowing
 from nexus_core.sample_config import sample_config
+from nexus_core.sessions import process_session
 from nexus_core.transports import serve_http, serve_stdio, stdout_to_stderr
 
 log = logging.getLogger("nexus")
@@ -60,11 +62,18 @@ def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool = False) -> NexusConfig:
-    """The effective config: the file, then ``--set`` overrides; logging set up from it."""
-    config = _overlay(load_config(config_path), [_override(item) for item in overrides], "--set")
+    """The effective config: the file, then ``--set`` overrides; logging set up from it.
+
+    An untrusted ``./nexus.toml`` narrows what this process's session may use (see ``narrowing``).
+    """
+    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    choice = find_config(config_path)
+    config = _overlay(read_config(choice.path), [_override(item) for item in overrides], "--set")
     level = "DEBUG" if verbose else config.server.log_level
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)
     logging.getLogger("nexus").setLevel(level)
+    if choice.narrowing is not None:
+        process_session().narrowing = read_narrowing(choice.narrowing)
     return config
 
 
@@ -134,12 +143,25 @@ def cli() -> None:
 @config_options
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", "bind", help="HTTP address (default from [server.http], else 127.0.0.1).")
-@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8765).")
+@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8766).")
 @click.option("--name", help="The server's name as clients see it.")
 @click.option(
     "--libraries",
     metavar="NAME:PATH,...",
     help="Markdown libraries for nexus-manual, e.g. 'work:~/notes/work,personal:~/notes/me'.",
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder this client may work in when the config names no roots (repeatable).",
+)
+@click.option("--profile", help="Serve only this profile's plugins and tools ([profiles.NAME] in the config).")
+@click.option(
+    "--standalone",
+    is_flag=True,
+    help="Serve stdio in this process instead of relaying to the shared server.",
 )
 def serve(
     config_path: str | None,
@@ -150,14 +172,26 @@ def serve(
     port: int | None,
     name: str | None,
     libraries: str | None,
+    roots: tuple[str, ...],
+    profile: str | None,
+    standalone: bool,
 ) -> None:
-    """Serve every enabled plugin over stdio (for desktop clients) or Streamable HTTP."""
+    """Serve every enabled plugin: on stdio through the shared server (what desktop clients launch),
+    on stdio in this process (--standalone), or over Streamable HTTP."""
+    if transport == "stdio" and not standalone:  # (`nexus serve` usually reaches the relay before click)
+        from nexus_core import relay
+
+        argv = [*(["--config", config_path] if config_path else []), *(a for o in overrides for a in ("--set", o))]
+        argv += [*(["--libraries", libraries] if libraries else []), *(["--name", name] if name else [])]
+        argv += [*(a for r in roots for a in ("--root", r)), *(["--profile", profile] if profile else [])]
+        sys.exit(relay.main(argv + (["-v"] if verbose else [])))
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
+    process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in roots)
     try:
         config = _with_libraries(load(config_path, overrides, verbose), libraries)
-        with stdout_to_stderr(), long_lived_startup():  # import-time prints must not reach the protocol
-            host = build_host(config)
+        process_session().profile = config.profile(profile) if profile else None
+        host = build_with_frozen_gc(config)
         _report(host)
         if transport == "stdio":
             if sys.stdin.isatty():
@@ -174,12 +208,10 @@ def serve(
 
 
 def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
-    """``--libraries work:/a,me:/b``: nexus-manual's libraries, their folders added to its roots."""
+    """``--libraries work:/a,me:/b``: nexus-manual's libraries (each folder is its own root)."""
     pairs = [part.strip() for part in (libraries or "").split(",") if part.strip()]
     if not pairs:
         return config
-    table = config.table("manual")
-    roots = [str(r) for r in table.roots or config.server.roots or []]
     found: dict[str, str] = {}
     for item in pairs:
         name, sep, path = item.partition(":")
@@ -187,8 +219,13 @@ def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
             raise NexusError(f"--libraries expects NAME:PATH pairs separated by commas, got '{item}'")
         folder = str(Path(path.strip()).expanduser().absolute())  # typed in a shell: relative to its cwd
         found[name.strip()] = folder
-        roots.append(folder)
-    return _overlay(config, [{"plugins": {"manual": {"libraries": found, "roots": roots}}}], "--libraries")
+    return _overlay(config, [{"plugins": {"manual": {"libraries": found}}}], "--libraries")
+
+
+def build_with_frozen_gc(config: NexusConfig) -> Host:
+    """Build the host for serving: stray prints go to stderr, and what is built is exempt from the cyclic GC."""
+    with stdout_to_stderr(), long_lived_startup():  # import-time prints must not reach the protocol
+        return build_host(config)
 
 
 @contextmanager
@@ -415,6 +452,16 @@ def install(client: str, config_path: str | None, server_name: str, file: str | 
         click.echo(f"updated {target.path}; restart {target.name} to load Nexus")
     except (NexusError, OSError) as exc:
         _fail(str(exc))
+
+
+def _add_commands() -> None:
+    from nexus_core.server_cli import server, trust
+
+    cli.add_command(server)
+    cli.add_command(trust)
+
+
+_add_commands()
 
 
 @cli.command()

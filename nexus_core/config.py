@@ -1,7 +1,10 @@
 """Reading ``nexus.toml``: where it is found, what every key means, and clear errors.
 
 Every key is optional. The file is searched for in this order: ``--config``,
-``$NEXUS_CONFIG``, ``./nexus.toml``, then the user config dir.
+``$NEXUS_CONFIG``, ``./nexus.toml`` when its folder is trusted, then the user
+config dir. A ``./nexus.toml`` in a folder the user has not trusted (``nexus
+trust PATH``) only narrows the chosen config for the session launched there
+(see ``narrowing``).
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from nexus_core import locate
 from nexus_core.errors import ConfigError
-
-CONFIG_ENV = "NEXUS_CONFIG"
-CONFIG_NAME = "nexus.toml"
-
-
-def user_config_path() -> Path:
-    return Path(platformdirs.user_config_dir("nexus")) / CONFIG_NAME
+from nexus_core.locate import (  # noqa: F401  (re-exported: the config's public names)
+    CONFIG_ENV,
+    CONFIG_NAME,
+    ConfigChoice,
+    is_trusted,
+    trust,
+    trust_path,
+    trusted_folders,
+    user_config_path,
+)
 
 
 def default_data_dir() -> Path:
@@ -46,10 +53,12 @@ class EnvRef(Strict):
 
 class HttpConfig(Strict):
     host: str = "127.0.0.1"
-    port: int = Field(8765, ge=0, le=65535)
+    port: int = Field(8766, ge=0, le=65535)
     path: str = "/mcp"
     token: EnvRef | None = None
     allowed_origins: list[str] = Field(default_factory=list, description="Origins allowed besides loopback.")
+    enabled: bool = Field(False, description="The shared server serves Streamable HTTP too (same state as stdio).")
+    session_idle_timeout: float = Field(1800, gt=0, description="Seconds after which an idle HTTP session ends.")
 
 
 class AuditConfig(Strict):
@@ -62,7 +71,9 @@ class ServerConfig(Strict):
     data_dir: Path = Field(default_factory=default_data_dir)
     roots: list[Path] | None = None
     deny_paths: list[str] = Field(default_factory=list)
+    deny_secrets: bool = Field(True, description="Hide the built-in list of secret files (nexus_core/sensitive.py).")
     plugin_dirs: list[Path] = Field(default_factory=list)
+    idle_timeout: float = Field(600, gt=0, description="Seconds the shared server waits without a client, then exits.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     http: HttpConfig = Field(default_factory=HttpConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
@@ -98,9 +109,43 @@ def prefixed(prefix: str | None, name: str) -> str:
     return f"{prefix}_{name}" if prefix else name
 
 
+class Profile(Strict):
+    """A named set of plugins and tools a client is served (``nexus serve --profile NAME``).
+
+    ``plugins`` limits the plugins (their tools, resources and prompts); ``tools`` further limits the
+    tools, by name. Permissions still apply inside a profile: it never grants anything.
+    """
+
+    description: str = ""
+    plugins: list[str] | None = None
+    tools: list[str] | None = None
+    name: str = Field("", exclude=True)
+
+    def refusal(self, plugin: str, kind: str, names: frozenset[str]) -> str | None:
+        """Why an item is outside this profile, or None when it is inside."""
+        if self.plugins is not None and plugin not in self.plugins:
+            return f"'{names_text(names)}' is not in the profile '{self.name}' (plugins: {', '.join(self.plugins)})"
+        if self.tools is not None and kind == "tool" and names.isdisjoint(self.tools):
+            return f"tool '{names_text(names)}' is not in the profile '{self.name}'"
+        return None
+
+
+def names_text(names: frozenset[str]) -> str:
+    return max(names, key=len)
+
+
+BUILTIN_PROFILES = {
+    "coding": Profile(description="Safe hands in your repositories and a memory of what you learned.",
+                      plugins=["files", "memory"]),
+    "notes": Profile(description="Markdown libraries, the knowledge graph and memory.",
+                     plugins=["manual", "graph", "memory"]),
+}  # fmt: skip
+
+
 class NexusConfig(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
     plugins: dict[str, PluginTable] = Field(default_factory=dict)
+    profiles: dict[str, Profile] = Field(default_factory=dict)
     source: str = Field("defaults", exclude=True)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     path: Path | None = Field(None, exclude=True)
@@ -117,15 +162,23 @@ class NexusConfig(Strict):
     def table(self, plugin: str) -> PluginTable:
         return self.plugins.get(plugin) or PluginTable()
 
+    def profile(self, name: str) -> Profile:
+        """The profile of that name (the config's own, else a built-in one); ConfigError when there is none."""
+        found = self.profiles.get(name) or BUILTIN_PROFILES.get(name)
+        if found is None:
+            known = ", ".join(sorted({*BUILTIN_PROFILES, *self.profiles}))
+            raise ConfigError(self.source, f"profiles.{name}", f"no such profile (known: {known})")
+        return found.model_copy(update={"name": name})
+
     def resolve_path(self, path: Path) -> Path:
         """A configured path: ``~`` expanded, relative ones against the config file's folder."""
         path = path.expanduser()
         return path if path.is_absolute() else (self.base_dir / path)
 
-    def roots_for(self, plugin: str) -> list[Path]:
-        """The plugin's own roots, else ``[server] roots``, else the folder the server started in."""
+    def roots_for(self, plugin: str) -> list[Path] | None:
+        """The plugin's own roots, else ``[server] roots``; None: each session's (see ``sessions``)."""
         roots = self.table(plugin).roots or self.server.roots
-        return [self.resolve_path(r) for r in roots] if roots else [Path.cwd()]
+        return [self.resolve_path(r) for r in roots] if roots else None
 
     def deny_paths_for(self, plugin: str) -> list[str]:
         return [*self.server.deny_paths, *self.table(plugin).deny_paths]
@@ -135,7 +188,7 @@ class NexusConfig(Strict):
 
         A model allowed to write these could grant itself permissions or load code at the next start.
         """
-        files = [Path.cwd() / CONFIG_NAME, user_config_path().parent, self.resolve_path(self.server.data_dir)]
+        files = [user_config_path().parent, self.resolve_path(self.server.data_dir)]
         return [*files, *([self.path] if self.path else []), *map(self.resolve_path, self.server.plugin_dirs)]
 
     def data_dir_for(self, plugin: str) -> Path:
@@ -143,26 +196,20 @@ class NexusConfig(Strict):
         return self.resolve_path(own) if own else self.resolve_path(self.server.data_dir) / plugin
 
 
-def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """The config file to read, or None to run on defaults. An explicit path must exist."""
-    for candidate, must_exist in (
-        (explicit, True),
-        (os.environ.get(CONFIG_ENV), True),
-        (CONFIG_NAME, False),
-        (user_config_path(), False),
-    ):
-        if not candidate:
-            continue
-        path = Path(candidate).expanduser()
-        if path.is_file():
-            return path.resolve()
-        if must_exist:
-            raise ConfigError(str(path), "", "config file not found")
-    return None
+def find_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> ConfigChoice:
+    """Where the config comes from when launched in ``cwd`` (see ``locate``); a named file must exist."""
+    try:
+        return locate.find_config(explicit, cwd)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc), "", "config file not found") from None
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> NexusConfig:
-    path = find_config(explicit)
+    return read_config(find_config(explicit).path)
+
+
+def read_config(path: Path | None) -> NexusConfig:
+    """The config in ``path``, or the defaults when None."""
     if path is None:
         return NexusConfig()
     try:

@@ -16,13 +16,14 @@ import base64
 import functools
 import inspect
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import importlib_metadata
 import mcp_types as types
 from anyio.abc import TaskGroup
@@ -35,9 +36,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
+from nexus_core.atomic import sweep
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
-from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+from nexus_core.errors import ConfigError, NexusError, PluginError, argument_error
+from nexus_core.gate import Gate, Item, Sessions, refusal
 from nexus_core.live import Kind, LiveCatalog, LivePrompt, LiveResource, LiveTool, Published
 from nexus_core.permissions import Category, Grants, PathPolicy
 from nexus_core.plugins import NexusPluginManager, PluginRecord, discover, get_plugin_manager
@@ -51,6 +54,7 @@ from nexus_core.registry import (
     ToolRegistrar,
     ToolSpec,
 )
+from nexus_core.sessions import current, like_process
 
 log = logging.getLogger("nexus")
 
@@ -104,6 +108,12 @@ class ToolEntry:
     def plugin(self) -> str:
         return self.spec.plugin
 
+    @functools.cached_property
+    def item(self) -> Item:
+        return Item(
+            "tool", self.plugin, self.name, frozenset({self.spec.name, self.name}), self.spec.category, self.refusal
+        )
+
 
 @dataclass
 class Registrations:
@@ -122,45 +132,28 @@ class NexusServer(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         native = self.host.tools.get(name)
         if native is not None:
-            call = functools.partial(MCPServer.call_tool, self, name, arguments, context)
-            return await self._gated(native.plugin, name, native.refusal, arguments, call)
+            call = functools.partial(self._call_native, native.plugin, name, arguments, context)
+            return await self.host.gate.run(native.item, arguments, call)
         live = await self._live("tool", name)
         if live is not None:
-            call = functools.partial(live.item.call, arguments)  # type: ignore[union-attr]
-            return await self._gated(live.plugin, name, live.refusal, arguments, call)
+            call = functools.partial(self._call_live, live, arguments)
+            return await self.host.gate.run(live.gate_item, arguments, call)
         return await super().call_tool(name, arguments, context)  # the SDK's "Unknown tool"
 
-    async def _gated(
-        self, plugin: str, name: str, refusal: str | None, arguments: dict[str, Any], call: Callable[[], Awaitable[Any]]
-    ) -> Any:
-        """Refuse, or call; either way, one audit record."""
-        started = time.perf_counter()
-        outcome, error = "ok", None
+    async def _call_native(self, plugin: str, name: str, arguments: dict[str, Any], context: Any) -> Any:
+        if reason := self.host.unavailable(plugin):
+            raise ToolError(reason)
         try:
-            if refusal:
-                outcome = "denied"
-                raise PermissionDenied(refusal)
-            if reason := self.host.unavailable(plugin):
-                raise ToolError(reason)
-            result = await call()
-            if getattr(result, "is_error", False):
-                outcome, error = "error", _result_text(result)
-            return result
-        except anyio.get_cancelled_exc_class():
-            outcome, error = "cancelled", "the call was cancelled"
+            return await MCPServer.call_tool(self, name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
+                raise ToolError(argument_error(name, exc.__cause__)) from None
             raise
-        except Exception as exc:
-            outcome, error = ("error" if outcome == "ok" else outcome), str(exc)
-            raise
-        finally:
-            self.host.audit.record(
-                plugin=plugin,
-                tool=name,
-                outcome=outcome,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                arguments=arguments,
-                error=error,
-            )
+
+    async def _call_live(self, live: Published, arguments: dict[str, Any]) -> Any:
+        if reason := self.host.unavailable(live.plugin):
+            raise ToolError(reason)
+        return await live.item.call(arguments)  # type: ignore[union-attr]
 
     async def _live(self, kind: Kind, name: str) -> Published | None:
         """The live entry of that name, once what plugins are about to publish has arrived."""
@@ -172,7 +165,8 @@ class NexusServer(MCPServer[Any]):
 
     async def list_tools(self) -> list[types.Tool]:
         await self.host.settle()
-        return await super().list_tools() + self.host.live.listed("tool")
+        listed = await super().list_tools() + self.host.live.listed("tool")
+        return self.host.visible("tool", listed, lambda t: t.name)
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         schema = super()._tool_input_schema(name)
@@ -181,11 +175,13 @@ class NexusServer(MCPServer[Any]):
 
     async def list_resources(self) -> list[types.Resource]:
         await self.host.settle()
-        return await super().list_resources() + self.host.live.listed("resource", templates=False)
+        listed = await super().list_resources() + self.host.live.listed("resource", templates=False)
+        return self.host.visible("resource", listed, lambda r: str(r.uri))
 
     async def list_resource_templates(self) -> list[types.ResourceTemplate]:
         await self.host.settle()
-        return await super().list_resource_templates() + self.host.live.listed("resource", templates=True)
+        listed = await super().list_resource_templates() + self.host.live.listed("resource", templates=True)
+        return self.host.visible("resource", listed, lambda r: r.uri_template)
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         """A live resource at exactly ``uri``, else a native one, else a live template that matches."""
@@ -198,6 +194,11 @@ class NexusServer(MCPServer[Any]):
                 live = self.host.live.resource_for(str(uri)) or self.host.live.template_for(str(uri))
                 if live is None:
                     raise
+        return await self.host.gate.run(
+            live.gate_item, {"uri": str(uri)}, functools.partial(self._read_live, live, uri)
+        )
+
+    async def _read_live(self, live: Published, uri: Any) -> list[ReadResourceContents]:
         if reason := self.host.unavailable(live.plugin):
             raise ResourceError(reason)
         result = await live.item.read(str(uri))  # type: ignore[union-attr]
@@ -205,14 +206,15 @@ class NexusServer(MCPServer[Any]):
 
     async def list_prompts(self) -> list[types.Prompt]:
         await self.host.settle()
-        return await super().list_prompts() + self.host.live.listed("prompt")
+        listed = await super().list_prompts() + self.host.live.listed("prompt")
+        return self.host.visible("prompt", listed, lambda p: p.name)
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
         live = None if self.host.serves_natively("prompt", name) else await self._live("prompt", name)
         if live is not None:
-            if reason := self.host.unavailable(live.plugin):
+            if reason := self.host.unavailable(live.plugin) or refusal(live.gate_item):
                 raise MCPError(code=INVALID_PARAMS, message=reason)
-            return await live.item.get(arguments)  # type: ignore[union-attr]
+            return await self.host.gate.run(live.gate_item, arguments, functools.partial(live.item.get, arguments))  # type: ignore[union-attr]
         try:
             return await super().get_prompt(name, arguments, context)
         except ValueError as exc:
@@ -238,6 +240,11 @@ class Host:
             config.resolve_path(config.server.data_dir) / "audit.jsonl" if config.server.audit.enabled else None,
             include_arguments=config.server.audit.include_arguments,
         )
+        self.gate = Gate(self.audit)
+        self.sessions = Sessions(
+            like_process, lambda method: self.server._lowlevel_server.get_request_handler(method) is not None
+        )
+        self.items: dict[tuple[str, str], Item] = {}  # (kind, public name or URI) -> its gate item
         self._started: list[str] = []  # in start order
         self._stopped: anyio.Event | None = None  # set once running() has stopped every plugin
         self.server: NexusServer  # set by build()
@@ -294,7 +301,13 @@ class Host:
             frozenset(table.allow_tools),
             frozenset(table.deny_tools),
         )
-        paths = PathPolicy(self.config.roots_for(name), self.config.deny_paths_for(name), self.config.protected_paths())
+        paths = PathPolicy(
+            self.config.roots_for(name),
+            self.config.deny_paths_for(name),
+            [*self.config.protected_paths(), *self._installed_code()],
+            deny_secrets=self.config.server.deny_secrets,
+            plugin=name,
+        )
         state.ctx = PluginContext(
             name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}"), runtime=self
         )
@@ -360,7 +373,7 @@ class Host:
             lifespan=lambda _server: self.running(),
             tools=tools,
             subscriptions=self.live.events,
-            middleware=[self.live.track_connections],
+            middleware=[self.sessions, self.live.track_connections],
         )
         # Live entries come and go while serving: tell handshake-era clients the lists may change.
         lowlevel = server._lowlevel_server
@@ -371,21 +384,54 @@ class Host:
 
     def _register_resources(self, state: PluginState, specs: list[ResourceSpec], owners: dict[str, str]) -> None:
         for spec in specs:
-            if state.error is None and self._granted_to(state, spec.category):
+            if state.error is None:
                 _claim(owners, f"resource '{spec.uri}'", state.name)
-                self.server.resource(spec.uri, **spec.options)(spec.fn)
+                item = self._item(state, "resource", spec.uri, spec.uri, spec.requires, spec.category)
+                self.server.resource(spec.uri, **spec.options)(self.gate.guard_resource(item, spec.fn))
 
     def _register_prompts(self, state: PluginState, specs: list[PromptSpec], owners: dict[str, str]) -> None:
         table = self.config.table(state.name)
         for spec in specs:
             name = table.public_name(spec.name)
-            if state.error is None and self._granted_to(state, spec.category):
+            if state.error is None:
                 _claim(owners, f"prompt '{name}'", state.name, prefix_hint=True)
-                self.server.prompt(name=name, **spec.options)(spec.fn)
+                item = self._item(state, "prompt", spec.name, name, spec.requires, spec.category)
+                self.server.prompt(name=name, **spec.options)(self.gate.guard_prompt(item, spec.fn))
 
-    @staticmethod
-    def _granted_to(state: PluginState, category: str | None) -> bool:
-        return category is None or (state.grants is not None and category in state.grants.categories)
+    def _item(
+        self, state: PluginState, kind: str, own: str, public: str, requires: str | None, category: str | None
+    ) -> Item:
+        """A resource's or prompt's gate item: it is refused whenever ``requires`` (a tool) would be."""
+        table = self.config.table(state.name)
+        names = {own, public, *([requires, table.public_name(requires)] if requires else [])}
+        assert state.grants is not None
+        item = Item(kind, state.name, public, frozenset(names), category, state.grants.refusal(names, category))
+        self.items[(kind, public)] = item
+        return item
+
+    def visible(self, kind: str, listed: list[Any], key: Callable[[Any], str]) -> list[Any]:
+        """What the current session may see of a list: refused items are not listed."""
+        session = current()
+        hidden = []
+        for entry in listed:
+            item = self.items.get((kind, key(entry)))
+            if item is None and kind == "tool" and (native := self.tools.get(key(entry))) is not None:
+                item = native.item
+            if item is None and (live := self.live.entries[kind].get(key(entry))) is not None:  # type: ignore[index]
+                item = live.gate_item
+            if item is not None and refusal(item, session):
+                hidden.append(entry)
+        return [entry for entry in listed if entry not in hidden] if hidden else listed
+
+    def _installed_code(self) -> list[Path]:
+        """The folders of Nexus's own code and every plugin's: no tool may rewrite what runs here."""
+        folders = [Path(__file__).parent]
+        for _name, module in self.pm.list_name_plugin():
+            file = getattr(module, "__file__", None)
+            if file:
+                path = Path(file)
+                folders.append(path.parent if path.name == "__init__.py" else path)
+        return folders
 
     def _warn_unknown_tool_names(self, state: PluginState, names: set[str]) -> None:
         if not names:  # a plugin with no registered tools publishes its tools at run time (the bridge)
@@ -406,7 +452,14 @@ class Host:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Host]:
-        """Start every plugin, serve (with the plugins' background tasks), then stop them in reverse order."""
+        """Start every plugin, serve (with the plugins' background tasks), then stop them in reverse order.
+
+        Re-entrant: a transport that enters it while the host already runs (the shared server's HTTP
+        beside its socket) shares the running plugins.
+        """
+        if self._stopped is not None and not self._stopped.is_set():
+            yield self
+            return
         stopped = self._stopped = anyio.Event()
         try:
             async with anyio.create_task_group() as background:
@@ -423,6 +476,9 @@ class Host:
             stopped.set()
 
     async def _start_plugins(self) -> None:
+        data = self.config.resolve_path(self.config.server.data_dir)
+        if data.is_dir() and (swept := await anyio.to_thread.run_sync(lambda: sweep(data, recursive=True))):
+            log.info("removed %d temporary file(s) left by interrupted writes in %s", swept, data)
         for state in self.active():
             try:
                 await _awaited(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))
@@ -497,16 +553,17 @@ class Host:
         prompts: Sequence[LivePrompt],
     ) -> list[str]:
         state, table = self.plugins[plugin], self.config.table(plugin)
+        assert state.grants is not None
         published = [self._published_tool(state, group, tool) for tool in tools]
         for resource in resources:
-            if self._granted_to(state, resource.category):
-                key = getattr(resource.definition, "uri_template", None) or str(resource.definition.uri)  # type: ignore[union-attr]
-                published.append(Published(plugin, group, "resource", key, resource.definition, resource))
+            key = getattr(resource.definition, "uri_template", None) or str(resource.definition.uri)  # type: ignore[union-attr]
+            refused = state.grants.refusal({key}, resource.category)
+            published.append(Published(plugin, group, "resource", key, resource.definition, resource, refused))
         for prompt in prompts:
-            if self._granted_to(state, prompt.category):
-                name = table.public_name(prompt.definition.name)
-                definition = prompt.definition.model_copy(update={"name": name})
-                published.append(Published(plugin, group, "prompt", name, definition, prompt))
+            own, name = prompt.definition.name, table.public_name(prompt.definition.name)
+            definition = prompt.definition.model_copy(update={"name": name})
+            refused = state.grants.refusal({own, name}, prompt.category)
+            published.append(Published(plugin, group, "prompt", name, definition, prompt, refused, frozenset({own})))
         problems, changed = self.live.replace(plugin, group, published)
         for problem in problems:
             log.error("plugin '%s' (%s): %s", plugin, group, problem)
@@ -523,7 +580,7 @@ class Host:
             refusal = tool.refusal or state.grants.refusal({own, name}, tool.category)
         meta = {**(tool.definition.meta or {}), "nexus/plugin": state.name, "nexus/category": tool.category}
         definition = tool.definition.model_copy(update={"name": name, "meta": meta})
-        return Published(state.name, group, "tool", name, definition, tool, refusal)
+        return Published(state.name, group, "tool", name, definition, tool, refusal, frozenset({own}))
 
 
 def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Host:

@@ -29,6 +29,8 @@ from mcp.server.subscriptions import (
 from mcp.shared.uri_template import UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from nexus_core.gate import Item
+
 log = logging.getLogger("nexus")
 
 Kind = Literal["tool", "resource", "prompt"]
@@ -75,6 +77,11 @@ class Published:
     definition: types.Tool | types.Resource | types.ResourceTemplate | types.Prompt
     item: LiveItem
     refusal: str | None = None
+    names: frozenset[str] = frozenset()  # other names allow_tools/deny_tools may use (a tool's own, unprefixed)
+
+    @property
+    def gate_item(self) -> Item:
+        return Item(self.kind, self.plugin, self.key, self.names | {self.key}, self.item.category, self.refusal)
 
     @property
     def listed(self) -> types.Tool | types.Resource | types.ResourceTemplate | types.Prompt | None:

@@ -18,6 +18,8 @@ from pathlib import Path
 import pathspec
 
 from nexus_core.errors import PermissionDenied
+from nexus_core.sensitive import RUNS_CODE, SECRETS, SYSTEM, SecretMatcher, anywhere
+from nexus_core.sessions import NO_ROOTS, current
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,11 +44,11 @@ class Grants:
     allow_tools: frozenset[str] = frozenset()
     deny_tools: frozenset[str] = frozenset()
 
-    def refusal(self, names: Iterable[str], category: str) -> str | None:
-        """Why a tool (known by any of ``names``) may not run, or None when it may."""
-        names = list(names)
+    def refusal(self, names: Iterable[str], category: str | None) -> str | None:
+        """Why a tool, resource or prompt (known by any of ``names``) may not be used, or None when it may."""
+        names = sorted(names, key=len)
         table = f"[plugins.{self.plugin}]"
-        if category not in self.categories:
+        if category is not None and category not in self.categories:
             return (
                 f"permission denied: tool '{names[-1]}' needs the '{category}' category of plugin "
                 f"'{self.plugin}', which is not granted; add \"{category}\" to categories in {table}"
@@ -61,29 +63,78 @@ class Grants:
 class PathPolicy:
     """The one place a plugin turns a user-supplied path into a real path it may touch.
 
-    Relative paths resolve against the first root. The real path (``..`` and
-    symlinks resolved) must lie inside a root, and neither it nor the path as
-    written may match a ``deny_paths`` pattern (gitignore syntax). Writes are
-    also refused inside git directories (``.git``, bare and separate ones: a
-    write there can plant a hook or a filter that runs programs) and to
-    ``protected`` paths: Nexus's own config, plugin folders and data.
+    Roots are the configured ones, else the calling session's (see ``sessions``),
+    plus folders the plugin owns by config (``include``, e.g. a library). Relative
+    paths resolve against the first root. The real path (``..`` and symlinks
+    resolved) must lie inside a root, and neither it nor the path as written may
+    match a deny pattern: the built-in secret list (``sensitive.SECRETS``), the
+    config's ``deny_paths`` and the session's own. ``/proc``, ``/sys`` and
+    ``/dev`` are never served. Writes are also refused inside git directories
+    (``.git``, bare and separate ones: a write there can plant a hook or a filter
+    that runs programs) and virtualenvs, to files that run code later
+    (``sensitive.RUNS_CODE``), and to ``protected`` paths: Nexus's own config,
+    plugin folders, data and installed code.
     """
 
     def __init__(
         self,
-        roots: Sequence[str | os.PathLike[str]],
+        roots: Sequence[str | os.PathLike[str]] | None,
         deny_paths: Sequence[str] = (),
         protected: Sequence[str | os.PathLike[str]] = (),
+        *,
+        deny_secrets: bool = True,
+        plugin: str = "",
     ) -> None:
-        if not roots:
-            raise ValueError("a path policy needs at least one root")
-        self.roots = tuple(Path(os.path.realpath(Path(r).expanduser())) for r in roots)
-        self.deny_patterns = tuple(deny_paths)
-        self.protected = tuple(Path(os.path.realpath(Path(p).expanduser())) for p in protected)
-        self._deny = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in deny_paths)
+        self.plugin = plugin
+        self._fixed = tuple(_real(r) for r in roots) if roots else None
+        self._own: tuple[Path, ...] = ()
+        self._secrets = deny_secrets
+        self._patterns = tuple(deny_paths)
+        self.protected = tuple(_real(p) for p in protected)
+        self._static = _View.of(self._fixed or (), self._patterns, deny_secrets) if self._fixed is not None else None
 
     def __repr__(self) -> str:
-        return f"PathPolicy(roots={[str(r) for r in self.roots]}, deny_paths={list(self.deny_patterns)})"
+        roots = [str(r) for r in self._fixed] if self._fixed is not None else "per session"
+        return f"PathPolicy(roots={roots}, deny_paths={list(self._patterns)}, deny_secrets={self._secrets})"
+
+    def include(self, folder: str | os.PathLike[str]) -> None:
+        """Make ``folder`` one of this plugin's own roots in every session (a folder its config names)."""
+        real = _real(folder)
+        if real not in self._own:
+            self._own += (real,)
+
+    @property
+    def configured(self) -> bool:
+        """Whether the roots come from the config (not from the session)."""
+        return self._fixed is not None
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The roots for the current session; ``PermissionDenied`` saying how to give some when there are none."""
+        roots = self._view().roots
+        if not roots:
+            raise PermissionDenied(f"permission denied: {NO_ROOTS}")
+        return roots
+
+    @property
+    def deny_patterns(self) -> tuple[str, ...]:
+        """The patterns hidden from this plugin: the built-in secret list (unless switched off), then deny_paths."""
+        return (*(SECRETS if self._secrets else ()), *self._view().patterns)
+
+    def _view(self) -> _View:
+        session = current()
+        if self._static is not None and session.narrowing is None and not self._own:
+            return self._static
+        key = f"paths:{id(self)}"
+        view = session.cache.get(key)
+        if view is None:
+            roots = self._fixed if self._fixed is not None else tuple(_real(r) for r in session.roots())
+            patterns = self._patterns
+            if session.narrowing is not None:
+                roots = session.narrowing.roots_within(self.plugin, roots)
+                patterns = (*patterns, *session.narrowing.deny_paths(self.plugin))
+            view = session.cache[key] = _View.of((*roots, *self._own), patterns, self._secrets)
+        return view
 
     def resolve(self, path: str | os.PathLike[str], *, write: bool = False) -> Path:
         """The real absolute path for ``path``, or ``PermissionDenied`` saying why not."""
@@ -92,9 +143,10 @@ class PathPolicy:
             raise PermissionDenied("permission denied: the path is empty")
         if "\x00" in raw:
             raise PermissionDenied("permission denied: the path contains a NUL byte")
+        roots = self.roots
         given = Path(raw).expanduser()
         if not given.is_absolute():
-            given = self.roots[0] / given
+            given = roots[0] / given
         lexical = Path(os.path.normpath(given))
         real = Path(os.path.realpath(given))
         root = self.root_of(real)
@@ -103,7 +155,7 @@ class PathPolicy:
                 raise PermissionDenied(
                     f"permission denied: '{raw}' resolves through a symlink to '{real}', outside the allowed roots"
                 )
-            raise PermissionDenied(f"permission denied: '{raw}' is outside the allowed roots ({self._roots_text()})")
+            raise PermissionDenied(f"permission denied: '{raw}' is outside the allowed roots ({_text(roots)})")
         for candidate in (lexical, real):
             if reason := self.denied(candidate):
                 raise PermissionDenied(f"permission denied: '{raw}' {reason}")
@@ -115,15 +167,25 @@ class PathPolicy:
         for guarded in self.protected:
             if real == guarded or real.is_relative_to(guarded):
                 raise PermissionDenied(
-                    f"permission denied: '{raw}' is Nexus's own configuration or data ({guarded}); "
+                    f"permission denied: '{raw}' is Nexus's own configuration, data or code ({guarded}); "
                     "tools may not change it"
                 )
+        runs_code = _RUNS_CODE.check_file(_fold(real.relative_to(root).as_posix()))
+        if runs_code.include:
+            pattern = RUNS_CODE[runs_code.index] if runs_code.index is not None else "?"
+            raise PermissionDenied(
+                f"permission denied: '{raw}' runs code later (it matches '{pattern}'); writes there are refused"
+            )
         for folder in (real, *real.parents):
             if folder != root and not folder.is_relative_to(root):
                 break
             if _is_git_dir(folder):
                 raise PermissionDenied(
                     f"permission denied: '{raw}' is inside the git directory '{folder}'; writes there are refused"
+                )
+            if (folder / "pyvenv.cfg").is_file():
+                raise PermissionDenied(
+                    f"permission denied: '{raw}' is inside the virtualenv '{folder}'; writes there are refused"
                 )
 
     def allows(self, path: str | os.PathLike[str]) -> bool:
@@ -132,33 +194,82 @@ class PathPolicy:
         return self.root_of(real) is not None and self.denied(real) is None
 
     def denied(self, path: Path) -> str | None:
-        """The deny pattern a path inside a root matches, as a reason; None when it matches none."""
-        root = self.root_of(path)
-        if root is None or not self.deny_patterns:
+        """Why a path is hidden (a deny pattern it matches, a system folder), or None when it is not."""
+        view = self._view()
+        text = str(path)
+        for system in view.system:  # only when a root contains /proc, /sys or /dev (a root of "/")
+            if text == system or text.startswith(system + "/"):
+                return f"is in {system}, which is never served"
+        root = view.root_text(text)
+        if root is None or text == root:
             return None
-        rel = _fold(path.relative_to(root).as_posix())
-        if rel == ".":
-            return None
-        result = self._deny.check_file(rel + "/" if path.is_dir() else rel)
-        if not result.include:
-            return None
-        pattern = self.deny_patterns[result.index] if result.index is not None else "?"
-        return f"matches the deny_paths pattern '{pattern}'"
+        rel = _fold(text[len(root) :].lstrip("/"))
+        if view.spec is not None and (pattern := _match(view, rel, path)):
+            return f"matches the deny_paths pattern '{pattern}'"  # the user's own pattern names it best
+        if view.secrets and (pattern := _SECRETS.match(rel, path.is_dir)):
+            return f"matches the built-in secret list (deny_secrets) pattern '{pattern}'"
+        return None
 
     def root_of(self, path: Path) -> Path | None:
         """The root containing ``path`` (which must be absolute and normalised), or None."""
-        return next((r for r in self.roots if path == r or path.is_relative_to(r)), None)
+        return self._view().root_of(path)
 
     def display(self, path: Path) -> str:
         """``path`` relative to its root when there is one root, else absolute; for output."""
-        root = self.root_of(path)
-        if root is None or len(self.roots) > 1:
+        view = self._view()
+        root = view.root_of(path)
+        if root is None or len(view.roots) > 1:
             return str(path)
-        rel = path.relative_to(root).as_posix()
-        return rel
+        return path.relative_to(root).as_posix()
 
-    def _roots_text(self) -> str:
-        return ", ".join(str(r) for r in self.roots)
+
+@dataclass(frozen=True)
+class _View:
+    """The roots and deny patterns in force for one session, in the form the checks need (strings: fast)."""
+
+    roots: tuple[Path, ...]
+    patterns: tuple[str, ...]  # deny_paths: the config's, then the session's
+    secrets: bool
+    spec: pathspec.GitIgnoreSpec | None
+    texts: tuple[str, ...]
+    system: tuple[str, ...]  # the never-served folders some root contains
+
+    @classmethod
+    def of(cls, roots: tuple[Path, ...], patterns: tuple[str, ...], secrets: bool) -> _View:
+        spec = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in anywhere(patterns)) if patterns else None
+        texts = tuple(str(r) for r in roots)
+        system = tuple(str(s) for s in SYSTEM if any(s.is_relative_to(r) for r in roots))
+        return cls(roots, patterns, secrets, spec, texts, system)
+
+    def root_text(self, text: str) -> str | None:
+        for root in self.texts:
+            if text == root or text.startswith(root if root.endswith("/") else root + "/"):
+                return root
+        return None
+
+    def root_of(self, path: Path) -> Path | None:
+        root = self.root_text(str(path))
+        return None if root is None else self.roots[self.texts.index(root)]
+
+
+def _match(view: _View, rel: str, path: Path) -> str | None:
+    """The deny_paths pattern ``rel`` matches; a folder-only one ("secrets/") may match the path itself as a folder."""
+    assert view.spec is not None
+    result = view.spec.check_file(rel)
+    if not result.include:
+        as_folder = view.spec.check_file(rel + "/")
+        if not as_folder.include or not path.is_dir():
+            return None
+        result = as_folder
+    return view.patterns[result.index] if result.index is not None else "?"
+
+
+def _real(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+def _text(roots: Iterable[Path]) -> str:
+    return ", ".join(str(r) for r in roots)
 
 
 _CASE_INSENSITIVE = sys.platform in ("darwin", "win32")  # their usual file systems ignore case
@@ -167,6 +278,10 @@ _CASE_INSENSITIVE = sys.platform in ("darwin", "win32")  # their usual file syst
 def _fold(text: str) -> str:
     """Patterns and paths compared as the file system compares names."""
     return text.casefold() if _CASE_INSENSITIVE else text
+
+
+_RUNS_CODE = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in anywhere(RUNS_CODE))
+_SECRETS = SecretMatcher(SECRETS, _fold)
 
 
 def _is_git_dir(folder: Path) -> bool:

@@ -125,6 +125,7 @@ class ResourceSpec:
     fn: Callable[..., Any]
     category: str | None
     options: dict[str, Any]
+    requires: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class PromptSpec:
     fn: Callable[..., Any]
     category: str | None
     options: dict[str, Any]
+    requires: str | None = None
 
 
 @dataclass
@@ -201,14 +203,17 @@ class ResourceRegistrar(_Registrar):
         description: str | None = None,
         mime_type: str | None = None,
         category: str | None = None,
+        requires: str | None = None,
     ) -> None:
         """Register ``fn`` as the resource at ``uri`` (a template when it has ``{variables}``).
 
-        :param category: when given, the resource exists only while that category is granted.
+        :param category: when given, the resource is served only while that category is granted.
+        :param requires: the tool whose grant it needs (its content is that tool's): refused
+            whenever that tool is, e.g. by ``deny_tools``.
         """
         self._check_category(category, f"resource '{uri}'")
         options = {"name": name, "title": title, "description": description, "mime_type": mime_type}
-        self.specs.append(ResourceSpec(self.plugin, uri, fn, category, options))
+        self.specs.append(ResourceSpec(self.plugin, uri, fn, category, options, requires))
 
 
 @dataclass
@@ -225,12 +230,14 @@ class PromptRegistrar(_Registrar):
         title: str | None = None,
         description: str | None = None,
         category: str | None = None,
+        requires: str | None = None,
     ) -> None:
         """Register ``fn`` as a prompt; its parameters are the prompt's arguments.
 
-        :param category: when given, the prompt exists only while that category is granted.
+        :param category: when given, the prompt is served only while that category is granted.
+        :param requires: the tool whose grant it needs (it reads what that tool reads).
         """
         prompt_name = name or fn.__name__
         self._check_category(category, f"prompt '{prompt_name}'")
         options = {"title": title, "description": description}
-        self.specs.append(PromptSpec(self.plugin, prompt_name, fn, category, options))
+        self.specs.append(PromptSpec(self.plugin, prompt_name, fn, category, options, requires))

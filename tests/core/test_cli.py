@@ -161,6 +161,6 @@ def test_set_and_libraries_are_toml_lines(tmp_path: Path) -> None:
     manual = with_libraries.table("manual")
     work = str(Path.cwd() / "notes/work")
     assert manual.plugin_keys == {"libraries": {"work": work, "笔记": "/tmp/n"}}
-    assert with_libraries.roots_for("manual") == [Path(work), Path("/tmp/n")]
+    assert with_libraries.roots_for("manual") is None  # each library folder is the plugin's own root
     code, _, err = run("serve", "--libraries", "work")
     assert code == 2 and "NAME:PATH" in err

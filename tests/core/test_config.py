@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core.config import load_config
+from nexus_core.config import find_config, load_config, trust
 from nexus_core.errors import ConfigError
 
 
@@ -16,16 +16,19 @@ def test_defaults_without_any_file(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     config = load_config()
     assert config.source == "defaults"
-    assert config.server.http.host == "127.0.0.1" and config.server.http.port == 8765
-    assert config.roots_for("files") == [Path.cwd()]
+    assert config.server.http.host == "127.0.0.1" and config.server.http.port == 8766
+    assert config.roots_for("files") is None  # each session's roots
 
 
-def test_search_order_explicit_then_env_then_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_search_order_explicit_then_env_then_trusted_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nexus.toml").write_text('[server]\nname = "cwd"\n')
     (tmp_path / "env.toml").write_text('[server]\nname = "env"\n')
     (tmp_path / "explicit.toml").write_text('[server]\nname = "explicit"\n')
     monkeypatch.delenv("NEXUS_CONFIG", raising=False)
+    assert load_config().server.name == "nexus"  # an untrusted folder's file only narrows
+    assert find_config().narrowing == tmp_path / "nexus.toml"
+    trust(tmp_path)
     assert load_config().server.name == "cwd"
     monkeypatch.setenv("NEXUS_CONFIG", str(tmp_path / "env.toml"))
     assert load_config().server.name == "env"

@@ -31,7 +31,7 @@ def tree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def policy(tree: Path) -> PathPolicy:
-    return PathPolicy([tree], ["**/.env", "*.pem"])
+    return PathPolicy([tree], ["**/.env", "*.pem"], deny_secrets=False)  # deny_paths alone (the list: below)
 
 
 def test_relative_paths_resolve_against_the_first_root(policy: PathPolicy, tree: Path) -> None:
@@ -134,7 +134,7 @@ def test_writes_into_any_git_directory_are_refused(tmp_path: Path) -> None:
 def test_protected_paths_are_readable_but_never_writable(tree: Path) -> None:
     policy = PathPolicy([tree], protected=[tree / "nexus.toml", tree / "plugins"])
     for target in ("nexus.toml", "plugins/evil.py"):
-        with pytest.raises(PermissionDenied, match="Nexus's own configuration or data"):
+        with pytest.raises(PermissionDenied, match="Nexus's own configuration, data or code"):
             policy.resolve(target, write=True)
     assert policy.resolve("nexus.toml") == tree / "nexus.toml"
 
@@ -145,6 +145,6 @@ def test_the_config_protects_what_nexus_reads_at_start(tmp_path: Path, monkeypat
     path.parent.mkdir()
     path.write_text('[server]\ndata_dir = "data"\nplugin_dirs = ["skills"]\n')
     protected = load_config(path).protected_paths()
-    expected = [tmp_path / "nexus.toml", path, tmp_path / "conf" / "data", tmp_path / "conf" / "skills"]
+    expected = [path, tmp_path / "conf" / "data", tmp_path / "conf" / "skills"]
     assert all(p in protected for p in expected)
     assert user_config_path().parent in protected

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import stdio_session, write_config
+from tests.conftest import http_client, stdio_session, write_config
 from tests.files.helpers import call, fail
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +42,7 @@ async def test_over_stdio(tmp_path, repo):
 
 async def test_over_streamable_http(tmp_path, repo, http_server):
     url = http_server("--config", str(config_file(tmp_path, repo)))
-    async with Client(url) as client:
+    async with http_client(url) as client:
         log = await call(client, "fs_git_log", max=5)
         assert [c["subject"] for c in log["commits"]] == ["Print the cwd", "Initial commit"]
         assert "symlink" in await fail(client, "fs_read_file", path="escape")
@@ -80,3 +79,15 @@ async def test_prompts(files_client, repo):
         with pytest.raises(MCPError) as refused:
             await client.get_prompt("explain_file", {"path": ".env"})
         assert "API_KEY" not in str(refused.value)
+
+
+async def test_explain_file_cut_names_the_read_file_offset_of_the_rest(files_client, repo):
+    (repo / "long.txt").write_text("".join(f"line {i:03d} " + "y" * 50 + "\n" for i in range(100)))
+    async with files_client(max_output_bytes=1000) as client:
+        prompt = await client.get_prompt("explain_file", {"path": "long.txt"})
+        text = prompt.messages[0].content.text
+        offset = int(text.rsplit("read_file offset=", 1)[1].rstrip("]"))
+        shown = [line for line in text.splitlines() if line.startswith("line ") and len(line) == 59]
+        rest = await client.call_tool("read_file", {"path": "long.txt", "offset": offset, "limit": 1})
+    assert offset == len(shown) == 16  # 16 whole lines fit in 1000 bytes
+    assert rest.structured_content["content"] == f"    17\tline 016 {'y' * 50}\n"

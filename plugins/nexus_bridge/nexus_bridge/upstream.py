@@ -217,7 +217,9 @@ class Upstream:
         else:
             command, args = table.command or "", table.args
         # npx resolves packages from node_modules and .npmrc in its folder: not a workspace's, by default.
-        base = self.ctx.data_dir if table.type == "npm" else self.ctx.paths.roots[0]
+        # Servers start before any client connects, so a relative cwd is taken from the configured roots only.
+        configured = table.type != "npm" and self.ctx.paths.configured
+        base = self.ctx.paths.roots[0] if configured else self.ctx.data_dir
         cwd = base / (table.cwd.expanduser() if table.cwd else "")
         env = {"PATH": os.environ.get("PATH", os.defpath)} | {k: _resolve(k, v) for k, v in table.env.items()}
         return StdioServerParameters(command=command, args=args, env=env, cwd=cwd)

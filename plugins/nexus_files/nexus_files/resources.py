@@ -39,6 +39,7 @@ def register_resources(register, ctx: PluginContext) -> None:
         title="File inside the roots",
         description="Read a file inside the roots: file:///<path relative to the first root>.",
         category="read",
+        requires="read_file",
     )
     _ = mimetypes  # text/binary is decided from the content, the client sees str or bytes
 
@@ -84,12 +85,15 @@ def register_prompts(register, ctx: PluginContext) -> None:
         if looks_binary(data[:SNIFF_BYTES]):
             raise ValueError(f"'{path}' is a binary file")
         text = data[: config.max_output_bytes].decode("utf-8", errors="ignore")
-        cut = "\n[file cut; read the rest with read_file]" if len(data) > config.max_output_bytes else ""
+        cut = ""
+        if len(data) > config.max_output_bytes:
+            whole = text.count("\n")  # lines shown whole: the read_file offset (0-indexed) of the rest
+            cut = f"\n[file cut; read the rest with read_file offset={whole}]"
         return (
             f"Explain the file {policy.display(real)}: its purpose, main parts and how they fit together, "
             "its inputs and outputs, and anything surprising or risky. Refer to line numbers.\n\n"
             f"```\n{text}\n```{cut}"
         )
 
-    register(review_diff, title="Review a diff", category="vcs")
-    register(explain_file, title="Explain a file", category="read")
+    register(review_diff, title="Review a diff", category="vcs", requires="git_diff")
+    register(explain_file, title="Explain a file", category="read", requires="read_file")
