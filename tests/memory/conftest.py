@@ -68,9 +68,12 @@ def memory_config(tmp_path: Path, name: str = "nexus.toml", extra: str = "") -> 
 
 
 @asynccontextmanager
-async def served(config: Path, errlog: TextIO | None = None, *args: str) -> AsyncIterator[ClientSession]:
-    """An initialized session with ``nexus serve --config CONFIG ARGS`` on stdio; its stderr goes to ``errlog``."""
-    command = nexus_command("serve", "--config", str(config), *args)
+async def served(
+    config: Path, errlog: TextIO | None = None, *args: str, standalone: bool = True
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with ``nexus serve --config CONFIG ARGS`` on stdio, its stderr to ``errlog``:
+    the server in that process (``--standalone``), or the relay to the shared server."""
+    command = nexus_command("serve", "--config", str(config), *(["--standalone"] if standalone else []), *args)
     params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(), cwd=config.parent)
     async with (
         stdio_client(params, errlog=errlog or sys.stderr) as (read, write),

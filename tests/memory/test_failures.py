@@ -28,7 +28,7 @@ def note(n: int) -> dict[str, object]:
 
 async def test_a_store_that_fails_on_a_full_disk_says_why_and_leaves_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    async with served(memory_config(tmp_path)) as session:
+    async with served(memory_config(tmp_path), standalone=False) as session:  # through the shared server
         first = await session.call_tool("store_memory", {**note(0), "tags": ["ops"]})
         assert not first.is_error, first.content
         pid = holder_pid(data)

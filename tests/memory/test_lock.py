@@ -1,5 +1,6 @@
-"""Embedded Chroma serves one process: a second process on the same folder gets a clear error naming the
-process that holds it, and never opens a copy of its own; once the holder exits, it takes the store over."""
+"""Embedded Chroma serves one process: a second process on the same folder (two standalone servers; the
+shared server avoids this) gets a clear error naming the process that holds it, and never opens a copy of
+its own; once the holder exits, it takes the store over."""
 
 from __future__ import annotations
 

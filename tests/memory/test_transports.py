@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.conftest import http_client, stdio_session, write_config
@@ -34,6 +35,9 @@ async def test_stdio(tmp_path: Path) -> None:
 async def test_streamable_http(http_server, tmp_path: Path) -> None:
     url = http_server("--config", str(_config(tmp_path)))
     async with http_client(url) as client:
+        with anyio.fail_after(120):  # each HTTP request must answer within the client's timeout: let it warm up
+            while (await client.call_tool("ping", {})).structured_content["store"] == "warming up":
+                await anyio.sleep(0.2)
         stored = await client.call_tool(
             "store_memory",
             {
