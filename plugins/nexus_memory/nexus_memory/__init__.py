@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
 from nexus_memory.config import MemoryConfig
-from nexus_memory.tools import Runtime, register_prompts, register_resources, register_tools
+from nexus_memory.runtime import Runtime
+from nexus_memory.tools import register_prompts, register_resources, register_tools
 
 __version__ = "0.1.0"
 

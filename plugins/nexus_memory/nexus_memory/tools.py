@@ -1,32 +1,22 @@
 """The MCP surface: tools, resources and the prompt, over ``MemoryService``.
 
 Tools are async and run every blocking step (embedding, Chroma) in a worker
-thread, so other calls keep flowing while the model loads or Chroma works.
-Right after start a worker thread opens the store and loads the model (the
-warm-up), so the first call does not pay for it; a call that arrives during
-the warm-up waits for it instead of loading a second time.
+thread (``Runtime.run``), so other calls keep flowing while the model loads or
+Chroma works.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import threading
-import time
 import uuid
-from collections.abc import Callable
-from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from nexus_core import PluginContext, ToolError
-from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import EmbedderError, create
+from nexus_core import ToolError
 from nexus_memory.models import (
     DeletedMemory,
     Exploration,
@@ -45,89 +35,13 @@ from nexus_memory.models import (
     UnlinkResult,
     UpdatedMemory,
 )
-from nexus_memory.service import MemoryService, NotFound
-from nexus_memory.store import ChromaStore, StoreError, one_line
-
-T = TypeVar("T")
-
-log = logging.getLogger("nexus.memory")
+from nexus_memory.runtime import Runtime
+from nexus_memory.service import NotFound
 
 MemoryId = Annotated[str, Field(min_length=1, description="A memory's id (UUID), from store/recall/list.")]
 ContextFilter = Annotated[str | None, Field(description="Only memories of this project (context_name).")]
 TagFilter = Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")]
 TypeFilter = Annotated[MemoryType | None, Field(description="Only memories of this type.")]
-
-
-class Runtime:
-    """The plugin's state for one host: the service, built on first use or by the warm-up."""
-
-    def __init__(self, ctx: PluginContext) -> None:
-        self.ctx = ctx
-        self.config: MemoryConfig = ctx.config
-        self._service: MemoryService | None = None
-        self._lock = threading.Lock()
-        self._warm_up: threading.Thread | None = None
-        self._warm_error: str | None = None
-        self._stopping = threading.Event()
-
-    def service(self) -> MemoryService:
-        with self._lock:
-            if self._service is None:
-                embedder = create(self.config.embedder)
-                store = ChromaStore(self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url)
-                self._service = MemoryService(store, self.config.stale_days)
-            return self._service
-
-    def start_warm_up(self) -> None:
-        """Open the store and load the model in a worker thread, so the first call answers at once."""
-        self._warm_up = threading.Thread(target=self._warm, name="nexus-memory-warm-up", daemon=True)
-        self._warm_up.start()
-
-    def _warm(self) -> None:
-        started = time.perf_counter()
-        try:
-            store = self.service().store
-            store.open()
-            if self._stopping.is_set():  # the server stops already: do not load the model for nothing
-                return
-            store.embed(["warm-up"])
-        except Exception as exc:  # the tools report it on every call; the server serves on
-            self._warm_error = str(exc) if isinstance(exc, EmbedderError | StoreError) else one_line(exc)
-            log.warning("memory store not ready: %s", self._warm_error)
-            return
-        log.info("memory store ready: warmed up in the background in %.2f s", time.perf_counter() - started)
-
-    def state(self) -> str:
-        """What ``ping`` reports, without waiting for anything."""
-        if self._warm_up is not None and self._warm_up.is_alive():
-            return "warming up"
-        if self._service is not None and self._service.store.is_open:
-            return "ready"
-        return f"unavailable: {self._warm_error}" if self._warm_error else "not loaded"
-
-    def run_sync(self, fn: Callable[[MemoryService], T]) -> T:
-        try:
-            return fn(self.service())
-        except ToolError:
-            raise
-        except (EmbedderError, StoreError) as exc:
-            raise ToolError(str(exc)) from None
-        except Exception as exc:  # Chroma or the disk failed: say why, and reopen the store at the next call
-            log.exception("memory store failure")
-            if self._service is not None:
-                self._service.store.close()
-            raise ToolError(f"the memory store failed: {one_line(exc)}") from exc
-
-    async def run(self, fn: Callable[[MemoryService], T]) -> T:
-        return await anyio.to_thread.run_sync(partial(self.run_sync, fn))
-
-    def close(self) -> None:
-        self._stopping.set()
-        if self._warm_up is not None:
-            self._warm_up.join()  # never leave it loading into an interpreter that exits
-        if self._service is not None:
-            self._service.store.close()
-            self._service = None
 
 
 def register_tools(register: Any, rt: Runtime) -> None:
