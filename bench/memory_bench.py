@@ -223,7 +223,9 @@ async def server_rss(data_dir: Path, queries: list[str]) -> float:
     config = data_dir / "nexus.toml"
     config.write_text(f'[server]\ndata_dir = "{data_dir}"\n[server.audit]\nenabled = false\n')
     before = children()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "nexus_core", "serve", "--config", str(config)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "nexus_core", "serve", "--standalone", "--config", str(config)]
+    )
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         for i, q in enumerate(queries):
@@ -401,7 +403,9 @@ async def quality(distractors: int, report: list[str]) -> None:
 
 
 async def first_list(config: Path) -> float:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "nexus_core", "serve", "--config", str(config)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "nexus_core", "serve", "--standalone", "--config", str(config)]
+    )
     t0 = time.perf_counter()
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
