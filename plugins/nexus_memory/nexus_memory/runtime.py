@@ -10,9 +10,12 @@ client as a tool error with the reason on one line.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from typing import TypeVar
 
@@ -27,6 +30,8 @@ from nexus_memory.store import ChromaStore, StoreError, one_line
 T = TypeVar("T")
 
 log = logging.getLogger("nexus.memory")
+
+WARM_UP_NICENESS = 10
 
 
 class Runtime:
@@ -56,6 +61,9 @@ class Runtime:
 
     def _warm(self) -> None:
         started = time.perf_counter()
+        if sys.platform == "linux":  # on a busy machine the handshake goes first (nice applies per thread there)
+            with suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
         try:
             store = self.service().store
             store.open()
