@@ -2,7 +2,7 @@
 
 Right after start a worker thread opens the store and loads the model (the
 warm-up), so neither the handshake nor the first call pays for it; a call that
-arrives during the warm-up waits on the same locks instead of loading a second
+arrives during the warm-up waits for it to end instead of loading a second
 time. Every call runs in a worker thread; whatever fails in it reaches the
 client as a tool error with the reason on one line.
 """
@@ -85,6 +85,10 @@ class Runtime:
         return f"unavailable: {self._warm_error}" if self._warm_error else "not loaded"
 
     def run_sync(self, fn: Callable[[MemoryService], T]) -> T:
+        if self._warm_up is not None:
+            # Wait for the warm-up rather than race it: two threads importing numpy at once can see it
+            # half-initialised (ImportError), and the model must load once.
+            self._warm_up.join()
         try:
             return fn(self.service())
         except ToolError:
