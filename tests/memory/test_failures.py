@@ -26,6 +26,7 @@ def note(n: int) -> dict[str, object]:
     return {"content": f"Incident {n}: " + "the disk filled up with logs; rotate them. " * 60, "context_name": "ops"}
 
 
+@pytest.mark.skipif(not hasattr(resource, "prlimit"), reason="prlimit (another process's limits) is Linux-only")
 async def test_a_store_that_fails_on_a_full_disk_says_why_and_leaves_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     async with served(memory_config(tmp_path), standalone=False) as session:  # through the shared server
