@@ -223,13 +223,17 @@ async def server_rss(data_dir: Path, queries: list[str]) -> float:
     config = data_dir / "nexus.toml"
     config.write_text(f'[server]\ndata_dir = "{data_dir}"\n[server.audit]\nenabled = false\n')
     before = children()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "nexus_core", "serve", "--config", str(config)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "nexus_core", "serve", "--standalone", "--config", str(config)]
+    )
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()
         for i, q in enumerate(queries):
             await s.call_tool("recall_memories", {"query": q})
             if i % 3 == 0:
-                await s.call_tool("store_memory", {"content": f"RSS probe {i}: {q}", "context_name": "bench"})
+                await s.call_tool(
+                    "store_memory", {"content": f"RSS probe {i}: {q}", "context_name": "bench", "tags": []}
+                )
         (pid,) = children() - before
         return rss_mb(pid)
 
@@ -374,7 +378,7 @@ async def quality(distractors: int, report: list[str]) -> None:
                         rrf[i] += 1 / (60 + r)
                 fused = [i for i, _ in rrf.most_common()]
                 out = await client.call_tool("recall_memories", {"query": q["query"], "limit": 20})
-                got = [r["id"] for r in out.structured_content["results"]]
+                got = [r["id"] for r in out.structured_content["memories"]]
                 for name, ranking in zip(
                     systems, ([ids[i] for i in sem], [ids[i] for i in kw], [ids[i] for i in fused], got), strict=True
                 ):
@@ -399,7 +403,9 @@ async def quality(distractors: int, report: list[str]) -> None:
 
 
 async def first_list(config: Path) -> float:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "nexus_core", "serve", "--config", str(config)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "nexus_core", "serve", "--standalone", "--config", str(config)]
+    )
     t0 = time.perf_counter()
     async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
         await s.initialize()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "ToolError": "mcp.server.mcpserver.exceptions",
     "atomic_write": "nexus_core.atomic",
+    "load_config": "nexus_core.config",
     "ConfigError": "nexus_core.errors",
     "NexusError": "nexus_core.errors",
     "PermissionDenied": "nexus_core.errors",
@@ -59,6 +60,7 @@ __all__ = [
     "ToolRegistrar",
     "atomic_write",
     "hookimpl",
+    "load_config",
     "locked",
 ]
 
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver.exceptions import ToolError
 
     from nexus_core.atomic import atomic_write
+    from nexus_core.config import load_config
     from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
     from nexus_core.hookspecs import hookimpl
     from nexus_core.live import LivePrompt, LiveResource, LiveTool

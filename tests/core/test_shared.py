@@ -133,7 +133,9 @@ async def test_relays_started_at_the_same_instant_end_up_on_one_server(shared_co
 async def test_a_killed_server_is_replaced_and_the_sessions_go_on(shared_config: Path, tmp_path: Path) -> None:
     async with clients(shared_config, 2, tmp_path) as (first, second):
         stored = await ok(
-            first, "store_memory", {"content": "The cache key must include the locale.", "context_name": "web"}
+            first,
+            "store_memory",
+            {"content": "The cache key must include the locale.", "context_name": "web", "tags": []},
         )
         old_pid = status(shared_config)["pid"]
         os.kill(old_pid, signal.SIGKILL)

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
 
 import pytest
-from mcp import Client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 import nexus_memory
+from nexus_core.config import parse_config
+from nexus_core.host import Host, build_host
+from nexus_core.plugins import get_plugin_manager
 from nexus_memory.embedders import MiniLMEmbedder
+from tests.conftest import nexus_command, server_env
 
 ALL = ["read", "write", "delete"]
 
@@ -18,6 +25,17 @@ ALL = ["read", "write", "delete"]
 def _model_loaded() -> None:
     """Load the real model once per session; every host in the process shares it."""
     MiniLMEmbedder._load()
+
+
+def memory_host_at(data_dir: Path, categories: list[str] | None = ALL, **keys: Any) -> Host:
+    """A host serving only the memory plugin, its data in ``data_dir``."""
+    table: dict[str, Any] = dict(keys)
+    if categories is not None:
+        table["categories"] = categories
+    pm = get_plugin_manager()
+    pm.register(nexus_memory, name="memory")
+    config = {"server": {"data_dir": str(data_dir)}, "plugins": {"memory": table}}
+    return build_host(parse_config(config, source="test.toml", base_dir=data_dir), pm)
 
 
 @pytest.fixture
@@ -35,3 +53,36 @@ def memory_host(make_host: Callable[..., Any]) -> Callable[..., Any]:
 async def client(memory_host: Callable[..., Any]) -> AsyncIterator[Client]:
     async with Client(memory_host().server) as c:
         yield c
+
+
+def runtime_of(host: Host) -> Any:
+    """The memory plugin's runtime inside ``host`` (to reach its store in a test)."""
+    return nexus_memory.runtime(host.plugins["memory"].ctx)
+
+
+def memory_config(tmp_path: Path, name: str = "nexus.toml", extra: str = "") -> Path:
+    """A config file whose data dir is ``tmp_path/data``; ``extra`` is appended (TOML)."""
+    path = tmp_path / name
+    path.write_text(f'[server]\ndata_dir = "{tmp_path / "data"}"\nroots = ["{tmp_path}"]\n{extra}', encoding="utf-8")
+    return path
+
+
+@asynccontextmanager
+async def served(
+    config: Path, errlog: TextIO | None = None, *args: str, standalone: bool = True
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with ``nexus serve --config CONFIG ARGS`` on stdio, its stderr to ``errlog``:
+    the server in that process (``--standalone``), or the relay to the shared server."""
+    command = nexus_command("serve", "--config", str(config), *(["--standalone"] if standalone else []), *args)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(), cwd=config.parent)
+    async with (
+        stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def holder_pid(data_dir: Path) -> int:
+    """The pid written in the memory store's lock file by the process that holds it."""
+    return int((data_dir / "memory" / "chroma.lock").read_text())

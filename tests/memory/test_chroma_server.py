@@ -57,7 +57,7 @@ async def test_store_and_recall_on_a_chroma_server(memory_host, chroma_server: s
         b = await store(client, "Per-method deadlines fixed the gRPC timeouts.", "gateway", ["grpc"], "success")
         await call(client, "link_memories", source_id=b, target_id=a, relation_type="supersedes", reason="fix")
         hit = await call(client, "recall_memories", query="DEADLINE_EXCEEDED when the service is busy", limit=1)
-        assert hit["results"][0]["id"] == a
+        assert hit["memories"][0]["id"] == a
         assert (await call(client, "get_stats"))["backend"] == chroma_server
     assert not (tmp_path / "data" / "memory" / "chroma").exists()  # nothing embedded: it is all on the server
 

@@ -75,7 +75,7 @@ async def test_switching_embedder_on_a_collection_is_a_clear_error(memory_host, 
         mid = await store(client, "Kafka consumer group rebalances on slow batches.", "indexer", ["kafka"])
         assert (await call(client, "get_stats"))["embedder"] == "hash"
         hit = await call(client, "recall_memories", query="kafka consumer group rebalances", limit=1)
-        assert hit["results"][0]["id"] == mid
+        assert hit["memories"][0]["id"] == mid
     async with Client(memory_host(embedder="minilm").server) as client:
         err = await fails(client, "recall_memories", query="kafka")
         assert "holds vectors of embedder 'hash' (64-d)" in err and "'minilm' (384-d)" in err

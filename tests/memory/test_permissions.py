@@ -27,6 +27,7 @@ async def test_read_only(memory_host) -> None:
     async with Client(memory_host(categories=["read"]).server) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert names == {
+            "ping",
             "recall_memories",
             "list_memories",
             "get_memory",

@@ -33,13 +33,13 @@ async def test_an_exact_term_reaches_a_memory_beyond_the_semantic_candidates(mem
         assert coded not in {r.id for r, _ in nearest}  # only the full-text lookup can find it
 
         out = await call(client, "recall_memories", query=QUERY, limit=5)
-        top = out["results"][0]
+        top = out["memories"][0]
         assert top["id"] == coded and top["matched_terms"] == ["ZX9921"]
         assert top["score"] == pytest.approx(top["similarity"] + BOOST, abs=1e-3)
         assert top["similarity"] < min(s for _, s in nearest)
         # Without the term the same memory is not recalled: the fillers are closer in meaning.
         plain = await call(client, "recall_memories", query="the nightly build keeps failing", limit=5)
-        assert coded not in [r["id"] for r in plain["results"]]
+        assert coded not in [r["id"] for r in plain["memories"]]
 
 
 def _ranked(sims: list[float], matched: list[int], n_terms: int) -> list[Candidate]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.conftest import http_client, stdio_session, write_config
@@ -27,13 +28,16 @@ async def test_stdio(tmp_path: Path) -> None:
         )
         assert not stored.is_error
         hit = await session.call_tool("recall_memories", {"query": "bad gateway right after a release"})
-        assert hit.structured_content["results"][0]["id"] == stored.structured_content["id"]
+        assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
     assert (tmp_path / "data" / "memory" / "chroma").is_dir()
 
 
 async def test_streamable_http(http_server, tmp_path: Path) -> None:
     url = http_server("--config", str(_config(tmp_path)))
     async with http_client(url) as client:
+        with anyio.fail_after(120):  # each HTTP request must answer within the client's timeout: let it warm up
+            while (await client.call_tool("ping", {})).structured_content["store"] == "warming up":
+                await anyio.sleep(0.2)
         stored = await client.call_tool(
             "store_memory",
             {
@@ -44,29 +48,6 @@ async def test_streamable_http(http_server, tmp_path: Path) -> None:
         )
         assert not stored.is_error
         hit = await client.call_tool("recall_memories", {"query": "live connections cut after a minute"})
-        assert hit.structured_content["results"][0]["id"] == stored.structured_content["id"]
+        assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
         bad = await client.call_tool("get_memory", {"memory_id": "not-an-id"})
         assert bad.is_error and "not a memory id" in bad.content[0].text
-
-
-def test_start_loads_neither_chroma_nor_the_model(tmp_path: Path) -> None:
-    """Building the server and listing its tools imports no chromadb, onnxruntime or tokenizers."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, anyio\n"
-        "from mcp import Client\n"
-        "from nexus_core.config import parse_config\n"
-        "from nexus_core.host import build_host\n"
-        f"host = build_host(parse_config({{'server': {{'data_dir': {str(tmp_path)!r}}}}}))\n"
-        "async def main():\n"
-        "    async with Client(host.server) as c:\n"
-        "        names = {t.name for t in (await c.list_tools()).tools}\n"
-        "    assert 'recall_memories' in names, names\n"
-        "anyio.run(main)\n"
-        "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[]"
-    assert not (tmp_path / "memory").exists()  # no data dir, no Chroma files until first use

@@ -1,19 +1,22 @@
 """nexus-memory: remember what a developer learned, recall it by meaning, across projects.
 
 Memories and their links live in Chroma (embedded in the data dir, or a
-``chroma run`` server). Chroma, onnxruntime and the model load on first use,
-so server start stays fast.
+``chroma run`` server). Chroma, onnxruntime and the model load in a worker
+thread right after start (``warm_up``), so neither the handshake nor the first
+call waits for them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import anyio.to_thread
 from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
 from nexus_memory.config import MemoryConfig
-from nexus_memory.tools import Runtime, register_prompts, register_resources, register_tools
+from nexus_memory.runtime import Runtime
+from nexus_memory.tools import register_prompts, register_resources, register_tools
 
 _RUNTIMES: dict[int, Runtime] = {}  # one per plugin context, so several hosts in one process stay apart
 
@@ -58,10 +61,16 @@ def nexus_register_prompts(register) -> None:
 
 
 @hookimpl
-def nexus_shutdown(ctx: PluginContext) -> None:
+def nexus_startup(ctx: PluginContext) -> None:
+    if ctx.config.warm_up:
+        runtime(ctx).start_warm_up()
+
+
+@hookimpl
+async def nexus_shutdown(ctx: PluginContext) -> None:
     rt = _RUNTIMES.pop(id(ctx), None)
     if rt is not None:
-        rt.close()
+        await anyio.to_thread.run_sync(rt.close)
 
 
 @hookimpl

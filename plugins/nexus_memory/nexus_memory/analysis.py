@@ -4,14 +4,16 @@ a success after a failure) and across the whole knowledge base (health issues)."
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from nexus_memory.models import Insight, Issue, KnowledgeReport, SuggestedLink
+from nexus_memory.models import Insight, Issue, KnowledgeReport, KnowledgeStats, SuggestedLink
 from nexus_memory.store import LinkRecord, Record
 
 DUPLICATE = 0.90  # above this, the new memory is probably the same as an old one
 RELATED = 0.55  # MiniLM similarities above this are usually the same topic
+RESOLVES = 0.60  # a success this close to a failure is usually about the same problem (fix/failure pairs: 0.7-0.85)
 CONTRADICTION = 0.70
 _NEGATION = re.compile(r"\b(not|never|no longer|don't|doesn't|do not|does not|avoid|instead of|stop|stopped)\b", re.I)
 
@@ -26,76 +28,105 @@ def summarize(content: str, limit: int = 200) -> str:
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
 
 
-def store_analysis(
-    new_type: str, new_context: str, new_content: str, neighbours: list[tuple[Record, float]]
-) -> tuple[list[SuggestedLink], list[Insight]]:
-    """Suggested links and insights for a memory about to be stored, from its nearest neighbours."""
+@dataclass
+class NewMemory:
+    id: str
+    memory_type: str
+    context: str
+    content: str
+
+
+def store_analysis(new: NewMemory, neighbours: list[tuple[Record, float]]) -> tuple[list[SuggestedLink], list[Insight]]:
+    """Suggested links and insights for a memory being stored, from its nearest neighbours (best first).
+
+    For a success, ``neighbours`` should include the nearest failures of every project: a fix found in one
+    project for a failure recorded in another is the case worth telling.
+    """
     links: list[SuggestedLink] = []
     insights: list[Insight] = []
-    for old, sim in neighbours:
+    seen: set[str] = set()
+    for old, sim in sorted(neighbours, key=lambda rs: -rs[1]):
         sim = round(sim, 4)
-        if sim < RELATED:
+        if sim < RELATED or old.id in seen or old.id == new.id:
             continue
-        relation, reason = _relation(new_type, new_context, new_content, old, sim)
+        seen.add(old.id)
+        relation, reason = _relation(new, old, sim)
         links.append(
             SuggestedLink(
-                memory_id=old.id, summary=summarize(old.content), similarity=sim, relation_type=relation, reason=reason
+                target_id=old.id,
+                target_summary=summarize(old.content),
+                similarity=sim,
+                suggested_relation=relation,
+                reason=reason,
             )
         )
-        insight = _insight(new_type, new_context, new_content, old, sim)
-        if insight:
+        if insight := _insight(new, old, sim):
             insights.append(insight)
     return links, insights
 
 
-def _relation(new_type: str, new_context: str, new_content: str, old: Record, sim: float) -> tuple[str, str]:
-    if _resolves(new_type, new_context, old):
-        return "supersedes", "a success on the same problem as an earlier failure in this project"
-    if _contradicts(new_type, new_content, old, sim):
-        return "contradicts", "same topic, opposite outcome or stance"
+def link_suggestion_message(links: list[SuggestedLink]) -> str:
+    if not links:
+        return "No closely related memories found."
+    n = len(links)
+    return f"Found {n} related {'memory' if n == 1 else 'memories'}. Consider linking them with link_memories."
+
+
+def _where(context: str, new: NewMemory) -> str:
+    return "in this project" if context == new.context else f"recorded in project '{context}'"
+
+
+def _resolves(new: NewMemory, old: Record, sim: float) -> bool:
+    """A success that may be the fix of an earlier failure, in any project."""
+    return new.memory_type == "success" and old.memory_type == "failure" and sim >= RESOLVES
+
+
+def _contradicts(new: NewMemory, old: Record, sim: float) -> bool:
+    """Same topic, opposite stance: one says not/never/avoid where the other does not."""
+    stance = bool(_NEGATION.search(new.content)) != bool(_NEGATION.search(old.content))
+    return sim >= CONTRADICTION and stance and not _resolves(new, old, sim)
+
+
+def _relation(new: NewMemory, old: Record, sim: float) -> tuple[str, str]:
+    if _resolves(new, old, sim):
+        return "supersedes", f"may be the fix for this failure {_where(old.context, new)}"
+    if _contradicts(new, old, sim):
+        return "contradicts", "same topic, opposite stance"
     if sim >= DUPLICATE:
         return "related", f"nearly identical to an existing {old.memory_type} (similarity {sim:.2f})"
-    if old.context == new_context:
+    if old.context == new.context:
         return "extends", f"same project ({old.context}) and topic (similarity {sim:.2f})"
     return "related", f"same topic in another project ({old.context}, similarity {sim:.2f})"
 
 
-def _resolves(new_type: str, new_context: str, old: Record) -> bool:
-    return new_type == "success" and old.memory_type == "failure" and old.context == new_context
-
-
-def _contradicts(new_type: str, new_content: str, old: Record, sim: float) -> bool:
-    if sim < CONTRADICTION:
-        return False
-    opposite = {new_type, old.memory_type} == {"success", "failure"}
-    stance = bool(_NEGATION.search(new_content)) != bool(_NEGATION.search(old.content))
-    return opposite or (stance and "decision" in (new_type, old.memory_type))
-
-
-def _insight(new_type: str, new_context: str, new_content: str, old: Record, sim: float) -> Insight | None:
-    if _resolves(new_type, new_context, old):
+def _insight(new: NewMemory, old: Record, sim: float) -> Insight | None:
+    if _resolves(new, old, sim):
         return Insight(
-            kind="success_after_failure",
-            memory_id=old.id,
-            similarity=sim,
-            message=f"this success resembles failure {old.id} in '{old.context}': link them with "
-            "link_memories (relation 'supersedes') so the fix is found from the failure",
+            type="success_after_failure",
+            message=f"This success may resolve failure {old.id} {_where(old.context, new)} "
+            f"(similarity {sim:.0%}): {summarize(old.content, 80)}",
+            related_memory_id=old.id,
+            confidence=sim,
+            suggested_action=f"If it is the fix, link them: link_memories(source_id='{new.id}', "
+            f"target_id='{old.id}', relation_type='supersedes'), so the fix is found from the failure",
         )
-    if _contradicts(new_type, new_content, old, sim):
+    if _contradicts(new, old, sim):
         return Insight(
-            kind="potential_contradiction",
-            memory_id=old.id,
-            similarity=sim,
-            message=f"may contradict memory {old.id} ({old.memory_type}): check which one still "
-            "holds, then update_memory or link them as 'contradicts'/'supersedes'",
+            type="potential_contradiction",
+            message=f"This memory may contradict {old.memory_type} {old.id} {_where(old.context, new)} "
+            f"(similarity {sim:.0%})",
+            related_memory_id=old.id,
+            confidence=sim,
+            suggested_action="Check which one still holds: update_memory or delete_memory the outdated one, "
+            "or link them as 'contradicts' or 'supersedes'",
         )
     if sim >= DUPLICATE:
         return Insight(
-            kind="potential_duplicate",
-            memory_id=old.id,
-            similarity=sim,
-            message=f"very similar to memory {old.id} (similarity {sim:.2f}): "
-            "use update_memory instead to refine it rather than keeping two copies",
+            type="potential_duplicate",
+            message=f"This memory is very similar ({sim:.0%}) to an existing one: {old.id}",
+            related_memory_id=old.id,
+            confidence=sim,
+            suggested_action=f"Use update_memory on {old.id} instead, and delete_memory '{new.id}' if it adds nothing",
         )
     return None
 
@@ -108,9 +139,23 @@ def knowledge_report(
 ) -> KnowledgeReport:
     now = now or datetime.now(UTC)
     total = len(records)
-    if not total:
-        return KnowledgeReport(health_score=100, total_memories=0, issues=[])
     linked = {lk.source_id for lk in links} | {lk.target_id for lk in links}
+    unlinked = [r.id for r in records if r.id not in linked]
+    stats = KnowledgeStats(
+        unlinked_memories=len(unlinked), memories_per_context=dict(Counter(r.context for r in records).most_common())
+    )
+    issues, penalty = _issues(records, unlinked, stale_days, now) if total else ([], 0.0)
+    return KnowledgeReport(
+        total_memories=total,
+        health_score=round(max(0.0, 100.0 - penalty), 1),
+        issues=issues,
+        suggestions=_suggestions(records, issues),
+        stats=stats,
+    )
+
+
+def _issues(records: list[Record], unlinked: list[str], stale_days: int, now: datetime) -> tuple[list[Issue], float]:
+    total = len(records)
     issues: list[Issue] = []
     penalty = 0.0
 
@@ -120,27 +165,26 @@ def knowledge_report(
         penalty += 30 * share
         issues.append(
             Issue(
-                kind="orphan_memories",
+                type="orphan_memories",
                 severity=_severity(share),
-                affected_ids=untagged,
-                description=f"{len(untagged)} of {total} memories have no tags, so tag filters "
+                message=f"{len(untagged)} of {total} memories have no tags, so tag filters "
                 "and explore_related cannot reach them",
-                suggested_action="add tags with update_memory(memory_id, tags=[...])",
+                affected_memory_ids=untagged,
+                suggested_action="Add tags using update_memory(memory_id, tags=[...])",
             )
         )
 
-    unlinked = [r.id for r in records if r.id not in linked]
     share = len(unlinked) / total
     if total > 1 and share > 0.5:
         penalty += 25 * share
         issues.append(
             Issue(
-                kind="low_connectivity",
+                type="low_connectivity",
                 severity=_severity(share),
-                affected_ids=unlinked,
-                description=f"{len(unlinked)} of {total} memories are linked to nothing",
-                suggested_action="run explore_related on them and record real relations with "
-                "link_memories; store_memory's suggested_links are good candidates",
+                message=f"{share:.0%} of memories have no explicit links ({len(unlinked)} of {total})",
+                affected_memory_ids=unlinked,
+                suggested_action="Use explore_related and link_memories to record real relations; "
+                "store_memory's suggested_links are good candidates",
             )
         )
 
@@ -151,11 +195,11 @@ def knowledge_report(
         penalty += 20 * share
         issues.append(
             Issue(
-                kind="stale_memories",
+                type="stale_memories",
                 severity=_severity(share),
-                affected_ids=stale,
-                description=f"{len(stale)} memories were not updated in {stale_days} days",
-                suggested_action="review them: update_memory what still holds, delete_memory what no longer does",
+                message=f"{len(stale)} memories were not updated in {stale_days} days",
+                affected_memory_ids=stale,
+                suggested_action="Review them: update_memory what still holds, delete_memory what no longer does",
             )
         )
 
@@ -165,16 +209,28 @@ def knowledge_report(
         penalty += min(15, 5 * len(groups))
         issues.append(
             Issue(
-                kind="similar_tags",
+                type="similar_tags",
                 severity="low" if len(groups) < 3 else "medium",
-                affected_ids=affected,
-                details=[", ".join(g) for g in groups],
-                description=f"{len(groups)} groups of tags look like spellings of one tag",
-                suggested_action="pick one spelling per group (the first is the most used) and "
+                message=f"{len(groups)} groups of tags look like spellings of one tag",
+                affected_memory_ids=affected,
+                suggested_action="Pick one spelling per group (the first is the most used) and "
                 "update_memory the affected memories' tags",
+                details=[", ".join(g) for g in groups],
             )
         )
-    return KnowledgeReport(health_score=max(0, round(100 - penalty)), total_memories=total, issues=issues)
+    return issues, penalty
+
+
+def _suggestions(records: list[Record], issues: list[Issue]) -> list[str]:
+    if not records:
+        return ["Store what you learn with store_memory: fixes, failures, decisions and insights"]
+    types = {r.memory_type for r in records}
+    out = ["Address issues above to improve discoverability"] if issues else []
+    if "failure" not in types:
+        out.append("Don't forget to record failures too!")
+    if "decision" not in types:
+        out.append("Record technical decisions with their reasons (memory_type 'decision')")
+    return out
 
 
 def _severity(share: float) -> str:

@@ -20,6 +20,9 @@ class MemoryConfig(PluginConfig):
         description="The Chroma collection of memories; links live in '<collection>_links'.",
     )
     stale_days: int = Field(180, ge=1, description="analyze_knowledge reports memories not updated for this long.")
+    warm_up: bool = Field(
+        True, description="Open the store and load the model right after start, in the background (~330 MB)."
+    )
 
     @field_validator("chroma_url")
     @classmethod

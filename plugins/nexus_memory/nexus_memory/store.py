@@ -11,16 +11,23 @@ written in the collection's metadata and checked at open.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from nexus_memory import lock
 from nexus_memory.embedders import Embedder, EmbedderError
 
+log = logging.getLogger("nexus.memory")
+
+LOCK_FILE = "chroma.lock"
 LINK_VECTOR = [1.0]
 PAGE = 5000  # records per Chroma get when reading a whole collection
 # Chroma's defaults (ef 100, 16 neighbours) returned only 93% of the exact top 5 on the bench's MiniLM vectors,
@@ -29,7 +36,13 @@ HNSW = {"space": "cosine", "ef_search": 400, "ef_construction": 300, "max_neighb
 
 
 class StoreError(Exception):
-    """Chroma cannot be reached or opened."""
+    """Chroma cannot be reached, opened or written; the message says why, in one line."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as ``Type: message`` on one line (Chroma's messages may span several)."""
+    text = " ".join(str(exc).split()) or "no details"
+    return f"{type(exc).__name__}: {text}"
 
 
 @dataclass
@@ -124,7 +137,14 @@ def where_clause(
 
 @dataclass
 class ChromaStore:
-    """Lazily opened Chroma collections for one configured backend."""
+    """Lazily opened Chroma collections for one configured backend.
+
+    Writes go through ``atomic()``: when one fails, what the block already
+    wrote is undone, so a failed call leaves nothing behind. Embedded Chroma
+    can hang after a failed write (a Chroma 1.5 bug seen on a full disk), so a
+    failure also drops the client: the next use opens a fresh one, and first
+    finishes any undo that could not run yet.
+    """
 
     data_dir: Path
     collection_name: str
@@ -135,36 +155,68 @@ class ChromaStore:
     _client: Any = None
     _memories: Any = None
     _links: Any = None
+    _journal: list[Callable[[], None]] | None = None  # the inverses of the writes of the current atomic() block
+    _pending_undo: list[Callable[[], None]] = field(default_factory=list)  # inverses that could not run yet
 
     @property
     def backend(self) -> str:
         return self.chroma_url or "embedded"
 
+    @property
+    def is_open(self) -> bool:
+        return self._memories is not None
+
     # -- opening ----------------------------------------------------------------
 
-    def _open(self) -> None:
+    def open(self) -> None:
         with self._open_lock:
-            if self._memories is not None:
-                return
-            try:
-                client = self._new_client()
-                memories = client.get_or_create_collection(
-                    self.collection_name,
-                    embedding_function=None,
-                    configuration={"hnsw": HNSW},
-                    metadata={
-                        "nexus_embedder": self.embedder.name,
-                        "nexus_dimension": int(self.embedder.dimension),
-                    },
-                )
-                links = client.get_or_create_collection(
-                    f"{self.collection_name}_links", embedding_function=None, metadata={"nexus_kind": "links"}
-                )
-            except Exception as exc:
-                where = f"the Chroma server at {self.chroma_url}" if self.chroma_url else "the embedded Chroma"
-                raise StoreError(f"cannot open {where}: {type(exc).__name__}: {exc}") from exc
-            self._check_embedder(memories.metadata or {})
-            self._client, self._memories, self._links = client, memories, links
+            if self._memories is None:
+                started = time.perf_counter()
+                self._client, self._memories, self._links = self._connect()
+                log.debug("opened %s in %.2f s", self._where, time.perf_counter() - started)
+            if self._pending_undo:
+                self._finish_undo()
+
+    @property
+    def _where(self) -> str:
+        return f"the Chroma server at {self.chroma_url}" if self.chroma_url else f"the embedded Chroma in {self.path}"
+
+    @property
+    def path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    def _connect(self) -> tuple[Any, Any, Any]:
+        if not self.chroma_url:
+            self._hold_directory()
+        try:
+            client = self._new_client()
+            memories = client.get_or_create_collection(
+                self.collection_name,
+                embedding_function=None,
+                configuration={"hnsw": HNSW},
+                metadata={"nexus_embedder": self.embedder.name, "nexus_dimension": int(self.embedder.dimension)},
+            )
+            links = client.get_or_create_collection(
+                f"{self.collection_name}_links", embedding_function=None, metadata={"nexus_kind": "links"}
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot open {self._where}: {one_line(exc)}") from exc
+        self._check_embedder(memories.metadata or {})
+        return client, memories, links
+
+    def _hold_directory(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.hold(self.data_dir / LOCK_FILE)
+        except lock.Held as held:
+            who = f"process {held.pid}" if held.pid else "another process"
+            raise StoreError(
+                f"the embedded memory store {self.path} is in use by {who}: embedded Chroma serves one process "
+                "only. Use the Nexus that already runs, stop it, or share one store between processes and "
+                "machines through a Chroma server (`chroma run`, then [plugins.memory] chroma_url)"
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock {self.data_dir / LOCK_FILE}: {one_line(exc)}") from None
 
     def _new_client(self) -> Any:
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -178,9 +230,8 @@ class ChromaStore:
             return chromadb.HttpClient(
                 host=url.hostname or "127.0.0.1", port=port, ssl=url.scheme == "https", settings=settings
             )
-        path = self.data_dir / "chroma"
-        path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=settings)
+        self.path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(self.path), settings=settings)
 
     def _check_embedder(self, meta: dict[str, Any]) -> None:
         stored, dim = meta.get("nexus_embedder"), meta.get("nexus_dimension")
@@ -195,17 +246,59 @@ class ChromaStore:
     @property
     def memories(self) -> Any:
         if self._memories is None:
-            self._open()
+            self.open()
         return self._memories
 
     @property
     def links(self) -> Any:
         if self._links is None:
-            self._open()
+            self.open()
         return self._links
 
     def close(self) -> None:
-        self._client = self._memories = self._links = None
+        """Release the client (the lock on an embedded folder stays with the process)."""
+        client, self._client, self._memories, self._links = self._client, None, None, None
+        if client is not None:
+            with suppress(Exception):
+                client.close()
+
+    # -- all or nothing -----------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The writes in the block all happen, or none: if it raises, their inverses run, newest first.
+
+        Call it holding ``write_lock``. An inverse that cannot run now (the disk is still full) runs when the
+        store is next used, before anything else; until then every call reports why.
+        """
+        journal = self._journal = []
+        try:
+            yield
+        except Exception:
+            self._journal = None
+            self._pending_undo += reversed(journal)
+            self.close()
+            with suppress(Exception):
+                self.open()  # undoes now if Chroma lets us
+            raise
+        finally:
+            self._journal = None
+
+    def _will_undo(self, inverse: Callable[[], None]) -> None:
+        if self._journal is not None:
+            self._journal.append(inverse)
+
+    def _finish_undo(self) -> None:
+        try:
+            while self._pending_undo:
+                self._pending_undo[0]()
+                self._pending_undo.pop(0)
+        except Exception as exc:
+            self.close()
+            raise StoreError(
+                f"the memory store could not undo a failed write yet ({one_line(exc)}); it stays unusable until "
+                "that works (free disk space, fix permissions)"
+            ) from exc
 
     # -- memories ---------------------------------------------------------------
 
@@ -216,20 +309,31 @@ class ChromaStore:
         return int(self.memories.count())
 
     def add(self, records: list[Record], vectors: list[list[float]]) -> None:
-        if records:
-            self.memories.add(
-                ids=[r.id for r in records],
-                documents=[r.content for r in records],
-                metadatas=[r.metadata() for r in records],
-                embeddings=vectors,
-            )
+        if not records:
+            return
+        ids = [r.id for r in records]
+        self.open()  # first: if the store cannot be opened, nothing was written and nothing needs undoing
+        self._will_undo(lambda: self.memories.delete(ids=ids))
+        self._add(records, vectors)
+
+    def _add(self, records: list[Record], vectors: list[list[float]]) -> None:
+        self.memories.add(
+            ids=[r.id for r in records],
+            documents=[r.content for r in records],
+            metadatas=[r.metadata() for r in records],
+            embeddings=vectors,
+        )
 
     def replace(self, record: Record, vector: list[float] | None) -> None:
         """Overwrite one memory (its metadata wholesale, so removed tags disappear)."""
-        kwargs: dict[str, Any] = {"ids": [record.id], "documents": [record.content], "metadatas": [record.metadata()]}
-        if vector is None:
-            vector = self.vectors([record.id])[record.id]
-        self.memories.upsert(embeddings=[vector], **kwargs)
+        old, old_vector = self.get([record.id])[record.id], self.vectors([record.id])[record.id]
+        self._will_undo(lambda: self._upsert(old, old_vector))
+        self._upsert(record, vector if vector is not None else old_vector)
+
+    def _upsert(self, record: Record, vector: list[float]) -> None:
+        self.memories.upsert(
+            ids=[record.id], documents=[record.content], metadatas=[record.metadata()], embeddings=[vector]
+        )
 
     def get(self, ids: list[str]) -> dict[str, Record]:
         if not ids:
@@ -247,8 +351,11 @@ class ChromaStore:
         return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"], strict=True)}
 
     def delete(self, ids: list[str]) -> None:
-        if ids:
-            self.memories.delete(ids=list(ids))
+        if not ids:
+            return
+        records, vectors = self.get(ids), self.vectors(ids)
+        self._will_undo(lambda: self._add(list(records.values()), [vectors[i] for i in records]))
+        self.memories.delete(ids=list(ids))
 
     def query(self, vector: list[float], n: int, where: dict[str, Any] | None = None) -> list[tuple[Record, float]]:
         """The ``n`` nearest memories with their cosine similarity, best first."""
@@ -304,9 +411,22 @@ class ChromaStore:
 
     def put_link(self, link: LinkRecord) -> bool:
         """Add or refresh a link; True when it is new."""
-        existed = bool(self.links.get(ids=[link.id], include=[])["ids"])
-        self.links.upsert(ids=[link.id], embeddings=[LINK_VECTOR], metadatas=[link.metadata()], documents=[""])
-        return not existed
+        old = self.links.get(ids=[link.id], include=["metadatas"])["metadatas"]
+        if old:
+            before = LinkRecord.from_meta(old[0])
+            self._will_undo(lambda: self._upsert_links([before]))
+        else:
+            self._will_undo(lambda: self.links.delete(ids=[link.id]))
+        self._upsert_links([link])
+        return not old
+
+    def _upsert_links(self, links: list[LinkRecord]) -> None:
+        self.links.upsert(
+            ids=[lk.id for lk in links],
+            embeddings=[LINK_VECTOR] * len(links),
+            metadatas=[lk.metadata() for lk in links],
+            documents=[""] * len(links),
+        )
 
     def links_of(self, memory_id: str) -> list[LinkRecord]:
         where = {"$or": [{"source_id": memory_id}, {"target_id": memory_id}]}
@@ -314,10 +434,11 @@ class ChromaStore:
         return sorted((LinkRecord.from_meta(m) for m in got["metadatas"]), key=lambda lk: lk.created_at)
 
     def remove_links(self, links: Iterable[LinkRecord]) -> int:
-        ids = [lk.id for lk in links]
-        if ids:
-            self.links.delete(ids=ids)
-        return len(ids)
+        gone, collection = list(links), self.links
+        if gone:
+            self._will_undo(lambda: self._upsert_links(gone))
+            collection.delete(ids=[lk.id for lk in gone])
+        return len(gone)
 
     def all_links(self) -> list[LinkRecord]:
         out: list[LinkRecord] = []

@@ -1,24 +1,22 @@
 """The MCP surface: tools, resources and the prompt, over ``MemoryService``.
 
 Tools are async and run every blocking step (embedding, Chroma) in a worker
-thread, so other calls keep flowing while the model loads or Chroma works.
+thread (``Runtime.run``), so other calls keep flowing while the model loads or
+Chroma works.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
-from functools import partial
-from typing import Annotated, Any, TypeVar
+import uuid
+from typing import Annotated, Any
 
-import anyio.to_thread
+import anyio
+import anyio.lowlevel
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from nexus_core import PluginContext, ToolError
-from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import EmbedderError, create
+from nexus_core import ToolError
 from nexus_memory.models import (
     DeletedMemory,
     Exploration,
@@ -28,7 +26,8 @@ from nexus_memory.models import (
     MemoryLinks,
     MemoryList,
     MemoryType,
-    MergeResult,
+    MergedMemory,
+    Pong,
     RecallResult,
     RelationType,
     Stats,
@@ -36,61 +35,35 @@ from nexus_memory.models import (
     UnlinkResult,
     UpdatedMemory,
 )
-from nexus_memory.service import MemoryService
-from nexus_memory.store import ChromaStore, StoreError
-
-T = TypeVar("T")
+from nexus_memory.runtime import Runtime
+from nexus_memory.service import NotFound
 
 MemoryId = Annotated[str, Field(min_length=1, description="An id from store, recall or list.")]
-Tags = Annotated[list[str] | None, Field(description="Tags such as technology, error family, component.")]
 ContextFilter = Annotated[str | None, Field(description="Only memories of this project (context_name).")]
 TagFilter = Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")]
 TypeFilter = Annotated[MemoryType | None, Field(description="Only memories of this type.")]
-
-
-class Runtime:
-    """The plugin's state for one host: the service is built on first use."""
-
-    def __init__(self, ctx: PluginContext) -> None:
-        self.ctx = ctx
-        self.config: MemoryConfig = ctx.config
-        self._service: MemoryService | None = None
-        self._lock = threading.Lock()
-
-    def service(self) -> MemoryService:
-        with self._lock:
-            if self._service is None:
-                embedder = create(self.config.embedder)
-                store = ChromaStore(self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url)
-                self._service = MemoryService(store, self.config.stale_days)
-            return self._service
-
-    def run_sync(self, fn: Callable[[MemoryService], T]) -> T:
-        try:
-            return fn(self.service())
-        except (EmbedderError, StoreError) as exc:
-            raise ToolError(str(exc)) from None
-
-    async def run(self, fn: Callable[[MemoryService], T]) -> T:
-        return await anyio.to_thread.run_sync(partial(self.run_sync, fn))
-
-    def close(self) -> None:
-        if self._service is not None:
-            self._service.store.close()
-            self._service = None
 
 
 def register_tools(register: Any, rt: Runtime) -> None:
     async def store_memory(
         content: Annotated[str, Field(min_length=1, description="What was learned, in Markdown.")],
         context_name: Annotated[str, Field(min_length=1, max_length=200, description="The project's name.")],
-        tags: Tags = None,
+        tags: Annotated[list[str], Field(description="Keywords: technology, error family, component ([] for none).")],
         memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
     ) -> StoredMemory:
-        """Remember something learned for a project. Returns its id, similar memories worth linking, and
-        insights: a likely duplicate (use update_memory), a contradiction, a success that resolves a failure.
+        """Remember something learned for a project. Returns its memory_id, suggested_links to similar memories,
+        and insights: a likely duplicate (use update_memory), a contradiction, a success that may resolve an
+        earlier failure in any project.
         """
-        return await rt.run(lambda s: s.store_memory(content, context_name, tags or [], memory_type))
+        memory_id = str(uuid.uuid4())
+        try:
+            stored = await rt.run(lambda s: s.store_memory(content, context_name, tags, memory_type, memory_id))
+            await anyio.lowlevel.checkpoint()  # raises if the client cancelled while the worker thread stored
+            return stored
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # the client gave up and may retry: leave no copy behind
+                await rt.run(lambda s: s.forget(memory_id))
+            raise
 
     async def recall_memories(
         query: Annotated[str, Field(min_length=1, description="The problem, question or error, in any words.")],
@@ -122,7 +95,7 @@ def register_tools(register: Any, rt: Runtime) -> None:
         tags: Annotated[list[str] | None, Field(description="The new tags (replace the old ones).")] = None,
         memory_type: Annotated[MemoryType | None, Field(description="The new type.")] = None,
     ) -> UpdatedMemory:
-        """Change a memory's content, tags or type; reports what changed."""
+        """Change a memory's content, tags or type; `changes` lists what changed."""
         return await rt.run(lambda s: s.update(memory_id, content, tags, memory_type))
 
     async def delete_memory(memory_id: MemoryId) -> DeletedMemory:
@@ -130,13 +103,19 @@ def register_tools(register: Any, rt: Runtime) -> None:
         return await rt.run(lambda s: s.delete(memory_id))
 
     async def get_stats() -> Stats:
-        """Totals by type, projects, tags and links."""
+        """Totals: memories by type, contexts (projects), tags and the most used ones, links."""
         return await rt.run(lambda s: s.stats())
 
     async def link_memories(
         source_id: MemoryId,
         target_id: MemoryId,
-        relation_type: Annotated[RelationType, Field(description="How source relates to target.")] = "related",
+        relation_type: Annotated[
+            RelationType,
+            Field(
+                description="How source relates to target: related, supersedes (replaces or fixes it), "
+                "contradicts, extends, depends_on."
+            ),
+        ],
         reason: Annotated[str, Field(max_length=1000, description="Why they are linked.")] = "",
     ) -> LinkResult:
         """Link two memories (source --relation--> target); linking again refreshes the reason."""
@@ -151,7 +130,7 @@ def register_tools(register: Any, rt: Runtime) -> None:
         return await rt.run(lambda s: s.unlink(source_id, target_id, relation_type))
 
     async def get_memory_links(memory_id: MemoryId) -> MemoryLinks:
-        """A memory's outgoing and incoming links."""
+        """A memory's outgoing links (`links`), and the links to it (`incoming`)."""
         return await rt.run(lambda s: s.links(memory_id))
 
     async def explore_related(
@@ -170,9 +149,15 @@ def register_tools(register: Any, rt: Runtime) -> None:
         target_id: Annotated[str, Field(min_length=1, description="The memory that remains (keeps its id).")],
         source_ids: Annotated[list[str], Field(min_length=1, description="Memories folded into it, then deleted.")],
         content: Annotated[str | None, Field(description="The merged content (default: all joined).")] = None,
-    ) -> MergeResult:
-        """Fold memories into one: content joined (or given), tags united, links moved; the sources are deleted."""
+    ) -> MergedMemory:
+        """Fold similar memories into one: content joined (or given), tags united, links moved; sources deleted."""
         return await rt.run(lambda s: s.merge(target_id, source_ids, content))
+
+    async def ping() -> Pong:
+        """Check that the memory server answers: status, version, and whether the store is ready."""
+        from nexus_memory import __version__
+
+        return Pong(status="ok", version=__version__, store=rt.state())
 
     ro = {"read_only": True, "idempotent": True}
     register(store_memory, category="write", title="Store a memory", destructive=False)
@@ -188,18 +173,21 @@ def register_tools(register: Any, rt: Runtime) -> None:
     register(explore_related, category="read", title="Explore related memories", **ro)
     register(analyze_knowledge, category="read", title="Analyse the knowledge base", **ro)
     register(merge_memories, category="delete", title="Merge memories", destructive=True, idempotent=False)
+    register(ping, category="read", title="Ping the memory server", **ro)
 
 
 def register_resources(register: Any, rt: Runtime) -> None:
     def memory(id: str) -> str:
         try:
             m = rt.run_sync(lambda s: s.get_memory(id))
-        except ToolError as exc:
+        except NotFound as exc:
             raise ResourceNotFoundError(str(exc)) from None
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
         tags = ", ".join(m.tags) or "(none)"
         return (
-            f"# {m.memory_type}: {m.context}\n\n- id: {m.id}\n- tags: {tags}\n- created: {m.created_at}\n"
-            f"- updated: {m.updated_at}\n\n{m.content}\n"
+            f"# {m.type}: {m.context}\n\n- id: {m.id}\n- type: {m.type}\n- context: {m.context}\n- tags: {tags}\n"
+            f"- created_at: {m.created_at}\n- updated_at: {m.updated_at}\n\n{m.content}\n"
         )
 
     def stats() -> str:
@@ -208,12 +196,21 @@ def register_resources(register: Any, rt: Runtime) -> None:
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
 
-    register(memory, "memory://{id}", name="memory", title="A memory", mime_type="text/markdown", category="read")
+    register(
+        memory,
+        "memory://{id}",
+        name="memory",
+        title="A memory",
+        description="One memory as Markdown: its type, context, tags and times, then its content.",
+        mime_type="text/markdown",
+        category="read",
+    )
     register(
         stats,
         "memory://stats",
         name="memory_stats",
         title="Memory statistics",
+        description="What get_stats returns, as JSON.",
         mime_type="application/json",
         category="read",
     )
@@ -229,8 +226,8 @@ def register_prompts(register: Any) -> None:
         return (
             f"We just solved this problem{where}: {problem}\n\n"
             "Record it with the memory tools so it can be found the next time it happens:\n"
-            "1. First call recall_memories with the symptom. If a memory already covers it, call update_memory "
-            "on it instead of storing a copy.\n"
+            "1. First call recall_memories with the symptom. If one of the returned memories already covers it, "
+            "call update_memory on its id instead of storing a copy.\n"
             "2. Otherwise call store_memory with memory_type 'success' (or 'failure' for an approach that did "
             "not work), context_name set to the project, and content in Markdown with these sections:\n"
             "   - **Symptom**: what was seen, quoting exact error messages, codes and function names verbatim "
@@ -240,8 +237,12 @@ def register_prompts(register: Any) -> None:
             "   - **Context**: versions, environment, and anything that limits when the fix applies.\n"
             "3. tags: 3-6 short lowercase tags (language, library, component, error family), reusing existing "
             "spellings (get_stats lists the tags in use).\n"
-            "4. Read the response: link the suggested memories that really relate with link_memories, and act "
-            "on any potential_duplicate or potential_contradiction insight."
+            "4. Read the response. suggested_links lists similar memories with a suggested_relation and a reason: "
+            "link those that really relate with link_memories(source_id=memory_id, target_id, relation_type, "
+            "reason). Act on each of the insights by its type: success_after_failure (this fix may resolve a "
+            "failure recorded earlier, maybe in another project: link it with relation_type 'supersedes'), "
+            "potential_duplicate (update the existing memory and delete the new one), potential_contradiction "
+            "(decide which one still holds). Each insight's suggested_action says how."
         )
 
     register(record_fix, title="Record a fix", category="write")

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import click
 
+from nexus_memory.embedders import EmbedderError
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
-from nexus_memory.store import ChromaStore, LinkRecord, Record
+from nexus_memory.store import ChromaStore, LinkRecord, Record, StoreError
 
 FORMAT = "nexus-memory/1"
 BATCH = 256
@@ -148,20 +150,32 @@ def _flush(
 
 
 def _store_from_config(config_path: str | None) -> ChromaStore:
+    """The store ``nexus serve`` would use with that config (the same file search, keys and data dir)."""
     from pydantic import ValidationError
 
-    from nexus_core.config import load_config, validation_error
-    from nexus_core.errors import NexusError
+    from nexus_core import NexusError, load_config
     from nexus_memory.config import MemoryConfig
-    from nexus_memory.embedders import EmbedderError, create
+    from nexus_memory.embedders import create
 
     try:
         config = load_config(config_path)
         cfg = MemoryConfig.model_validate(config.table("memory").plugin_keys)
         return ChromaStore(config.data_dir_for("memory"), cfg.collection, create(cfg.embedder), cfg.chroma_url)
     except ValidationError as exc:
-        raise click.ClickException(str(validation_error(config.source, exc, prefix="plugins.memory"))) from None
+        err = exc.errors()[0]
+        key = ".".join(["plugins", "memory", *map(str, err["loc"])])
+        reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        raise click.ClickException(f"{config.source}: {key}: {reason}") from None
     except (NexusError, EmbedderError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@contextmanager
+def _clear_errors() -> Iterator[None]:
+    """A bad file, a store another process holds, a full disk: one line on stderr, exit status 1."""
+    try:
+        yield
+    except (ValueError, OSError, StoreError, EmbedderError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -177,13 +191,14 @@ def memory_cli(cctx: click.Context, config_path: str | None) -> None:
 @click.pass_obj
 def export_cmd(config_path: str | None, file: str) -> None:
     store = _store_from_config(config_path)
-    if file == "-":
-        counts = export_memories(store, sys.stdout, progress=True)
-    else:
-        tmp = Path(file).with_name(f".{Path(file).name}.tmp")
-        with tmp.open("w", encoding="utf-8") as out:
-            counts = export_memories(store, out, progress=True)
-        tmp.replace(file)  # a half-written export never replaces a good one
+    with _clear_errors():
+        if file == "-":
+            counts = export_memories(store, sys.stdout, progress=True)
+        else:
+            tmp = Path(file).with_name(f".{Path(file).name}.tmp")
+            with tmp.open("w", encoding="utf-8") as out:
+                counts = export_memories(store, out, progress=True)
+            tmp.replace(file)  # a half-written export never replaces a good one
     click.echo(f"exported {counts.memories} memories and {counts.links} links", err=True)
 
 
@@ -192,14 +207,12 @@ def export_cmd(config_path: str | None, file: str) -> None:
 @click.pass_obj
 def import_cmd(config_path: str | None, file: str) -> None:
     store = _store_from_config(config_path)
-    try:
+    with _clear_errors():
         if file == "-":
             counts = import_memories(store, sys.stdin, progress=True)
         else:
             with open(file, encoding="utf-8") as src:
                 counts = import_memories(store, src, progress=True)
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(
         f"imported {counts.memories} memories ({counts.re_embedded} re-embedded, {counts.skipped} already "
         f"present) and {counts.links} links",

@@ -1,0 +1,113 @@
+"""The plugin's state in one host: the service, its warm-up, and how failures reach the client.
+
+Right after start a worker thread opens the store and loads the model (the
+warm-up), so neither the handshake nor the first call pays for it; a call that
+arrives during the warm-up waits for it to end instead of loading a second
+time. Every call runs in a worker thread; whatever fails in it reaches the
+client as a tool error with the reason on one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from functools import partial
+from typing import TypeVar
+
+import anyio.to_thread
+
+from nexus_core import PluginContext, ToolError
+from nexus_memory.config import MemoryConfig
+from nexus_memory.embedders import EmbedderError, create
+from nexus_memory.service import MemoryService
+from nexus_memory.store import ChromaStore, StoreError, one_line
+
+T = TypeVar("T")
+
+log = logging.getLogger("nexus.memory")
+
+WARM_UP_NICENESS = 10
+
+
+class Runtime:
+    """The plugin's state for one host: the service, built on first use or by the warm-up."""
+
+    def __init__(self, ctx: PluginContext) -> None:
+        self.ctx = ctx
+        self.config: MemoryConfig = ctx.config
+        self._service: MemoryService | None = None
+        self._lock = threading.Lock()
+        self._warm_up: threading.Thread | None = None
+        self._warm_error: str | None = None
+        self._stopping = threading.Event()
+
+    def service(self) -> MemoryService:
+        with self._lock:
+            if self._service is None:
+                embedder = create(self.config.embedder)
+                store = ChromaStore(self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url)
+                self._service = MemoryService(store, self.config.stale_days)
+            return self._service
+
+    def start_warm_up(self) -> None:
+        """Open the store and load the model in a worker thread, so the first call answers at once."""
+        self._warm_up = threading.Thread(target=self._warm, name="nexus-memory-warm-up", daemon=True)
+        self._warm_up.start()
+
+    def _warm(self) -> None:
+        started = time.perf_counter()
+        if sys.platform == "linux":  # on a busy machine the handshake goes first (nice applies per thread there)
+            with suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
+        try:
+            store = self.service().store
+            store.open()
+            if self._stopping.is_set():  # the server stops already: do not load the model for nothing
+                return
+            store.embed(["warm-up"])
+        except Exception as exc:  # the tools report it on every call; the server serves on
+            self._warm_error = str(exc) if isinstance(exc, EmbedderError | StoreError) else one_line(exc)
+            log.warning("memory store not ready: %s", self._warm_error)
+            return
+        log.info("memory store ready: warmed up in the background in %.2f s", time.perf_counter() - started)
+
+    def state(self) -> str:
+        """What ``ping`` reports, without waiting for anything."""
+        if self._warm_up is not None and self._warm_up.is_alive():
+            return "warming up"
+        if self._service is not None and self._service.store.is_open:
+            return "ready"
+        return f"unavailable: {self._warm_error}" if self._warm_error else "not loaded"
+
+    def run_sync(self, fn: Callable[[MemoryService], T]) -> T:
+        if self._warm_up is not None:
+            # Wait for the warm-up rather than race it: two threads importing numpy at once can see it
+            # half-initialised (ImportError), and the model must load once.
+            self._warm_up.join()
+        try:
+            return fn(self.service())
+        except ToolError:
+            raise
+        except (EmbedderError, StoreError) as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:  # Chroma or the disk failed: say why, and reopen the store at the next call
+            log.exception("memory store failure")
+            if self._service is not None:
+                self._service.store.close()
+            raise ToolError(f"the memory store failed: {one_line(exc)}") from exc
+
+    async def run(self, fn: Callable[[MemoryService], T]) -> T:
+        return await anyio.to_thread.run_sync(partial(self.run_sync, fn))
+
+    def close(self) -> None:
+        self._stopping.set()
+        if self._warm_up is not None:
+            self._warm_up.join()  # never leave it loading into an interpreter that exits
+        if self._service is not None:
+            self._service.store.close()
+            self._service = None

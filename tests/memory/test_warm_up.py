@@ -1,0 +1,58 @@
+"""The warm-up: right after start, a worker thread opens the store and loads the model, so the first
+store_memory does not pay for them; a call that arrives during the warm-up waits for it, and nothing
+is loaded twice."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.memory.conftest import memory_config, served
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_store_right_after_initialize_waits_for_the_warm_up_which_loads_everything_once(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "stderr.log"
+    with log.open("w") as errlog:
+        async with served(memory_config(tmp_path), errlog, "-v") as session:
+            stored = await session.call_tool(
+                "store_memory",
+                {"content": "Nginx 502 after deploys: add readiness checks.", "context_name": "web", "tags": []},
+            )
+            assert not stored.is_error, stored.content
+            pong = await session.call_tool("ping", {})
+            assert pong.structured_content["store"] == "ready"
+            hit = await session.call_tool("recall_memories", {"query": "bad gateway right after a release"})
+            assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
+    text = log.read_text()
+    assert text.count("memory store ready: warmed up in the background") == 1, text
+    assert text.count("loaded the MiniLM model") == 1, text
+    assert text.count("opened the embedded Chroma") == 1, text
+
+
+def test_without_warm_up_start_loads_neither_chroma_nor_the_model(tmp_path: Path) -> None:
+    """With warm_up = false, serving and listing tools imports no chromadb, onnxruntime or tokenizers."""
+    code = (
+        "import sys, anyio\n"
+        "from mcp import Client\n"
+        "from nexus_core.config import parse_config\n"
+        "from nexus_core.host import build_host\n"
+        f"config = {{'server': {{'data_dir': {str(tmp_path)!r}}}, 'plugins': {{'memory': {{'warm_up': False}}}}}}\n"
+        "host = build_host(parse_config(config))\n"
+        "async def main():\n"
+        "    async with Client(host.server) as c:\n"
+        "        names = {t.name for t in (await c.list_tools()).tools}\n"
+        "        pong = (await c.call_tool('ping', {})).structured_content\n"
+        "    assert 'recall_memories' in names and pong['store'] == 'not loaded', (names, pong)\n"
+        "anyio.run(main)\n"
+        "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+    assert not (tmp_path / "memory").exists()  # no data dir, no Chroma files until first use
