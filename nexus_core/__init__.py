@@ -11,13 +11,14 @@ See ``docs/plugin_hooks.md`` for every hook.
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from nexus_core.atomic import atomic_write
+from nexus_core.atomic import atomic_write, write_at
 from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
 from nexus_core.hookspecs import hookimpl
 from nexus_core.live import LivePrompt, LiveResource, LiveTool
-from nexus_core.locks import locked
+from nexus_core.locks import lock_path, locked
 from nexus_core.permissions import Category, PathPolicy
 from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+from nexus_core.safe_open import OpenedFile, Raced
 
 __all__ = [
     "Category",
@@ -26,16 +27,20 @@ __all__ = [
     "LiveResource",
     "LiveTool",
     "NexusError",
+    "OpenedFile",
     "PathPolicy",
     "PermissionDenied",
     "PluginConfig",
     "PluginContext",
     "PluginError",
     "PromptRegistrar",
+    "Raced",
     "ResourceRegistrar",
     "ToolError",
     "ToolRegistrar",
     "atomic_write",
     "hookimpl",
+    "lock_path",
     "locked",
+    "write_at",
 ]

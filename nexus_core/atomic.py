@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
@@ -16,25 +18,44 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     one ``os.replace``, so a crash at any point leaves the old file or the new one.
     An existing file keeps its permission bits; a new one gets 0o666 minus the umask.
     """
+    folder = os.open(path.parent, _DIR_FLAGS)
+    try:
+        write_at(folder, path.name, data, mode=mode)
+    finally:
+        os.close(folder)
+
+
+def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = None) -> bool:
+    """``atomic_write`` of the entry ``name`` in the folder open as ``dir_fd``; True when it was created.
+
+    Nothing here follows a symlink: the temp file is created with ``O_EXCL | O_NOFOLLOW``
+    and the rename replaces the entry itself, so a symlink planted at ``name`` is
+    replaced, never written through.
+    """
     if isinstance(data, str):
         data = data.encode("utf-8")
+    try:
+        old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and stat.S_ISDIR(old.st_mode):
+        raise IsADirectoryError(21, "Is a directory", name)
     if mode is None:
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        mode = stat.S_IMODE(old.st_mode) if old is not None and stat.S_ISREG(old.st_mode) else 0o666 & ~_umask()
+    tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"  # within NAME_MAX whatever the name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
+    return old is None
 
 
 def _umask() -> int:
