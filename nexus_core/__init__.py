@@ -6,19 +6,40 @@ point group ``nexus``::
     [project.entry-points.nexus]
     hello = "nexus_hello"
 
-See ``docs/plugin_hooks.md`` for every hook.
+See ``docs/plugin_hooks.md`` for every hook. The names below are the whole API
+a plugin may import; they load on first use, so the relay that desktop clients
+launch (``nexus serve``) starts without importing the SDK.
 """
 
-from mcp.server.mcpserver.exceptions import ToolError
+from __future__ import annotations
 
-from nexus_core.atomic import atomic_write, write_at
-from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
-from nexus_core.hookspecs import hookimpl
-from nexus_core.live import LivePrompt, LiveResource, LiveTool
-from nexus_core.locks import lock_path, locked
-from nexus_core.permissions import Category, PathPolicy
-from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
-from nexus_core.safe_open import OpenedFile, Raced
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ToolError": "mcp.server.mcpserver.exceptions",
+    "atomic_write": "nexus_core.atomic",
+    "write_at": "nexus_core.atomic",
+    "ConfigError": "nexus_core.errors",
+    "NexusError": "nexus_core.errors",
+    "PermissionDenied": "nexus_core.errors",
+    "PluginError": "nexus_core.errors",
+    "hookimpl": "nexus_core.hookspecs",
+    "LivePrompt": "nexus_core.live",
+    "LiveResource": "nexus_core.live",
+    "LiveTool": "nexus_core.live",
+    "locked": "nexus_core.locks",
+    "lock_path": "nexus_core.locks",
+    "Category": "nexus_core.permissions",
+    "PathPolicy": "nexus_core.permissions",
+    "PluginConfig": "nexus_core.registry",
+    "PluginContext": "nexus_core.registry",
+    "PromptRegistrar": "nexus_core.registry",
+    "ResourceRegistrar": "nexus_core.registry",
+    "ToolRegistrar": "nexus_core.registry",
+    "OpenedFile": "nexus_core.safe_open",
+    "Raced": "nexus_core.safe_open",
+}
 
 __all__ = [
     "Category",
@@ -44,3 +65,25 @@ __all__ = [
     "locked",
     "write_at",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nexus_core' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from nexus_core.atomic import atomic_write, write_at
+    from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+    from nexus_core.hookspecs import hookimpl
+    from nexus_core.live import LivePrompt, LiveResource, LiveTool
+    from nexus_core.locks import lock_path, locked
+    from nexus_core.permissions import Category, PathPolicy
+    from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+    from nexus_core.safe_open import OpenedFile, Raced

@@ -1,3 +1,3 @@
-from nexus_core.cli import main
+from nexus_core.launch import main
 
 main()

@@ -157,6 +157,12 @@ def cli() -> None:
     type=click.Path(file_okay=False),
     help="A folder this client may work in when the config names no roots (repeatable).",
 )
+@click.option("--profile", help="Serve only this profile's plugins and tools ([profiles.NAME] in the config).")
+@click.option(
+    "--standalone",
+    is_flag=True,
+    help="Serve stdio in this process instead of relaying to the shared server.",
+)
 def serve(
     config_path: str | None,
     overrides: tuple[str, ...],
@@ -167,15 +173,25 @@ def serve(
     name: str | None,
     libraries: str | None,
     roots: tuple[str, ...],
+    profile: str | None,
+    standalone: bool,
 ) -> None:
-    """Serve every enabled plugin over stdio (for desktop clients) or Streamable HTTP."""
+    """Serve every enabled plugin: on stdio through the shared server (what desktop clients launch),
+    on stdio in this process (--standalone), or over Streamable HTTP."""
+    if transport == "stdio" and not standalone:  # (`nexus serve` usually reaches the relay before click)
+        from nexus_core import relay
+
+        argv = [*(["--config", config_path] if config_path else []), *(a for o in overrides for a in ("--set", o))]
+        argv += [*(["--libraries", libraries] if libraries else []), *(["--name", name] if name else [])]
+        argv += [*(a for r in roots for a in ("--root", r)), *(["--profile", profile] if profile else [])]
+        sys.exit(relay.main(argv + (["-v"] if verbose else [])))
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
     process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in roots)
+    process_session().profile = profile
     try:
         config = _with_libraries(load(config_path, overrides, verbose), libraries)
-        with stdout_to_stderr(), long_lived_startup():  # import-time prints must not reach the protocol
-            host = build_host(config)
+        host = build_with_frozen_gc(config)
         _report(host)
         if transport == "stdio":
             if sys.stdin.isatty():
@@ -204,6 +220,12 @@ def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
         folder = str(Path(path.strip()).expanduser().absolute())  # typed in a shell: relative to its cwd
         found[name.strip()] = folder
     return _overlay(config, [{"plugins": {"manual": {"libraries": found}}}], "--libraries")
+
+
+def build_with_frozen_gc(config: NexusConfig) -> Host:
+    """Build the host for serving: stray prints go to stderr, and what is built is exempt from the cyclic GC."""
+    with stdout_to_stderr(), long_lived_startup():  # import-time prints must not reach the protocol
+        return build_host(config)
 
 
 @contextmanager
@@ -430,6 +452,16 @@ def install(client: str, config_path: str | None, server_name: str, file: str | 
         click.echo(f"updated {target.path}; restart {target.name} to load Nexus")
     except (NexusError, OSError) as exc:
         _fail(str(exc))
+
+
+def _add_commands() -> None:
+    from nexus_core.server_cli import server, trust
+
+    cli.add_command(server)
+    cli.add_command(trust)
+
+
+_add_commands()
 
 
 @cli.command()

@@ -9,55 +9,27 @@ trust PATH``) only narrows the chosen config for the session launched there
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from nexus_core import locate
 from nexus_core.errors import ConfigError
-
-CONFIG_ENV = "NEXUS_CONFIG"
-CONFIG_NAME = "nexus.toml"
-
-
-def user_config_path() -> Path:
-    return Path(platformdirs.user_config_dir("nexus")) / CONFIG_NAME
-
-
-def trust_path() -> Path:
-    """The folders whose own ``nexus.toml`` the user trusts, kept beside the user config."""
-    return user_config_path().parent / "trusted.toml"
-
-
-def trusted_folders() -> list[Path]:
-    try:
-        data = tomllib.loads(trust_path().read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return []
-    return [Path(f) for f in data.get("folders", []) if isinstance(f, str)]
-
-
-def is_trusted(folder: Path) -> bool:
-    return Path(os.path.realpath(folder)) in trusted_folders()
-
-
-def trust(folder: Path) -> Path:
-    """Record ``folder`` as trusted: its own ``nexus.toml`` is then a full config. Returns the real folder."""
-    from nexus_core.atomic import atomic_write
-
-    real = Path(os.path.realpath(folder))
-    folders = sorted({*map(str, trusted_folders()), str(real)})
-    lines = "".join(f"    {json.dumps(f)},\n" for f in folders)
-    target = trust_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, f"# Folders whose own nexus.toml Nexus trusts (nexus trust PATH).\nfolders = [\n{lines}]\n")
-    return real
+from nexus_core.locate import (  # noqa: F401  (re-exported: the config's public names)
+    CONFIG_ENV,
+    CONFIG_NAME,
+    ConfigChoice,
+    is_trusted,
+    trust,
+    trust_path,
+    trusted_folders,
+    user_config_path,
+)
 
 
 def default_data_dir() -> Path:
@@ -85,6 +57,8 @@ class HttpConfig(Strict):
     path: str = "/mcp"
     token: EnvRef | None = None
     allowed_origins: list[str] = Field(default_factory=list, description="Origins allowed besides loopback.")
+    enabled: bool = Field(False, description="The shared server serves Streamable HTTP too (same state as stdio).")
+    session_idle_timeout: float = Field(1800, gt=0, description="Seconds after which an idle HTTP session ends.")
 
 
 class AuditConfig(Strict):
@@ -99,6 +73,7 @@ class ServerConfig(Strict):
     deny_paths: list[str] = Field(default_factory=list)
     deny_secrets: bool = Field(True, description="Hide the built-in list of secret files (nexus_core/sensitive.py).")
     plugin_dirs: list[Path] = Field(default_factory=list)
+    idle_timeout: float = Field(600, gt=0, description="Seconds the shared server waits without a client, then exits.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     http: HttpConfig = Field(default_factory=HttpConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
@@ -179,30 +154,12 @@ class NexusConfig(Strict):
         return self.resolve_path(own) if own else self.resolve_path(self.server.data_dir) / plugin
 
 
-@dataclass(frozen=True)
-class ConfigChoice:
-    """The config file to read (None: defaults), and an untrusted ``./nexus.toml`` that narrows it."""
-
-    path: Path | None
-    narrowing: Path | None = None
-
-
 def find_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> ConfigChoice:
-    """Where the config comes from when launched in ``cwd``. An explicit path must exist."""
-    for candidate in (explicit, os.environ.get(CONFIG_ENV)):
-        if candidate:
-            path = Path(candidate).expanduser()
-            if not path.is_file():
-                raise ConfigError(str(path), "", "config file not found")
-            return ConfigChoice(path.resolve())
-    local = (cwd or Path.cwd()) / CONFIG_NAME
-    user = user_config_path()
-    base = user.resolve() if user.is_file() else None
-    if local.is_file() and local.resolve() != base:
-        if is_trusted(local.parent):
-            return ConfigChoice(local.resolve())
-        return ConfigChoice(base, narrowing=local.resolve())
-    return ConfigChoice(base)
+    """Where the config comes from when launched in ``cwd`` (see ``locate``); a named file must exist."""
+    try:
+        return locate.find_config(explicit, cwd)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc), "", "config file not found") from None
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> NexusConfig:

@@ -443,7 +443,14 @@ class Host:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Host]:
-        """Start every plugin, serve (with the plugins' background tasks), then stop them in reverse order."""
+        """Start every plugin, serve (with the plugins' background tasks), then stop them in reverse order.
+
+        Re-entrant: a transport that enters it while the host already runs (the shared server's HTTP
+        beside its socket) shares the running plugins.
+        """
+        if self._stopped is not None and not self._stopped.is_set():
+            yield self
+            return
         stopped = self._stopped = anyio.Event()
         try:
             async with anyio.create_task_group() as background:

@@ -7,14 +7,17 @@ so a plugin (or a child process) that prints cannot corrupt the stream.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,6 +30,7 @@ from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
 from nexus_core.errors import ConfigError
+from nexus_core.locate import user_config_path
 from nexus_core.sessions import bind, process_session
 
 if TYPE_CHECKING:
@@ -58,7 +62,7 @@ async def serve_stdio(host: Host) -> None:
         serving.start_soon(_stop_on_sigterm, host)
         async with stdio_server() as (read_stream, write_stream):
             await server._lowlevel_server.run(  # the SDK's own run_stdio_async does the same
-                _ParseErrorReplies(read_stream, write_stream),
+                parse_error_replies(read_stream, write_stream),
                 write_stream,
                 server._lowlevel_server.create_initialization_options(),
             )
@@ -77,9 +81,13 @@ async def _stop_on_sigterm(host: Host) -> None:
             os._exit(0)
 
 
-class _ParseErrorReplies:
-    """The stdio read stream, answering a line that is not JSON-RPC with an error instead of ignoring it."""
+def parse_error_replies(read_stream: Any, write_stream: Any) -> _ParseErrorReplies:
+    """``read_stream`` of a line transport (stdio, the shared server's socket), answering a line that is not
+    JSON-RPC with an error instead of ignoring it."""
+    return _ParseErrorReplies(read_stream, write_stream)
 
+
+class _ParseErrorReplies:
     def __init__(self, inner: Any, write_stream: Any) -> None:
         self._inner, self._write = inner, write_stream
 
@@ -139,7 +147,7 @@ class StaticTokenVerifier:
 
 
 def http_app(host: Host, *, bind: str, port: int) -> Any:
-    """The Starlette app for Streamable HTTP: bearer token when configured, Host and Origin checks always."""
+    """The Starlette app for Streamable HTTP: always behind a bearer token, Host and Origin checked."""
     http = host.config.server.http
     token = http.token.resolve() if http.token else None
     if http.token and token is None:
@@ -150,23 +158,47 @@ def http_app(host: Host, *, bind: str, port: int) -> Any:
             "server.http.host",
             f'refusing to listen on {bind} without a token; set [server.http] token = {{ env = "NEXUS_TOKEN" }}',
         )
+    token = token or generated_token()
     allowed_hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + ([] if _is_loopback(bind) else [f"{bind}:*"])
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts + list(LOOPBACK_HOSTS),
         allowed_origins=[f"http://{h}:*" for h in LOOPBACK_HOSTS] + http.allowed_origins,
     )
-    auth = None
-    if token:
-        url = f"http://{bind}:{port}"
-        auth = AuthSettings(issuer_url=url, resource_server_url=None)  # type: ignore[arg-type]
+    auth = AuthSettings(issuer_url=f"http://{bind}:{port}", resource_server_url=None)  # type: ignore[arg-type]
     return host.server._lowlevel_server.streamable_http_app(
         streamable_http_path=http.path,
         transport_security=security,
         host=bind,
         auth=auth,
-        token_verifier=StaticTokenVerifier(token) if token else None,
+        token_verifier=StaticTokenVerifier(token),
+        session_idle_timeout=http.session_idle_timeout,
     )
+
+
+def token_path() -> Path:
+    return user_config_path().parent / "http-token"
+
+
+def generated_token() -> str:
+    """The token HTTP clients send when the config names none: made once, kept 0600 in the user config dir."""
+    path = token_path()
+    with contextlib.suppress(FileNotFoundError):
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            return token
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    log.warning(
+        "HTTP clients must send 'Authorization: Bearer %s' (generated now, kept in %s; "
+        'set [server.http] token = { env = "NEXUS_TOKEN" } to choose your own)',
+        token,
+        path,
+    )
+    return token
 
 
 async def serve_http(host: Host, *, bind: str, port: int) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -12,8 +14,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from nexus_core.config import parse_config
 from nexus_core.host import Host, build_host
@@ -26,8 +30,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
-def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's own nexus.toml or writes to their data dir (servers inherit this too)."""
+def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """No test reads the developer's own nexus.toml or writes to their data dir (servers inherit this too);
+    every shared server a test started is stopped when it ends."""
     home = tmp_path_factory.mktemp("user")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
@@ -35,6 +40,36 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     (home / "run").mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "run"))
     monkeypatch.delenv("NEXUS_CONFIG", raising=False)
+    yield home
+    stop_shared_servers(home / "run" / "nexus")
+
+
+def stop_shared_servers(folder: Path, timeout: float = 15) -> None:
+    """SIGTERM every shared server whose lifetime lock is in ``folder``, and wait until each has exited."""
+    pids = []
+    for lock in folder.glob("*.lock"):
+        with contextlib.suppress(OSError, ValueError):
+            pids.append(int(lock.read_text() or 0))
+    for pid in filter(None, pids):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for pid in filter(None, pids):
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):  # a zombie (exited, not yet reaped by its parent) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    return True
 
 
 @pytest.fixture
@@ -105,9 +140,24 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30
     raise RuntimeError("server did not start listening")
 
 
+HTTP_TOKEN = "test-http-token"
+
+
+def http_client(url: str, *, mode: str = "auto", token: str = HTTP_TOKEN) -> Client:
+    """The official client over Streamable HTTP, sending the bearer token every Nexus HTTP server requires."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """Start ``nexus serve --transport http`` on a free loopback port; returns its URL."""
+def http_server(tmp_path: Path, isolated_user_dirs: Path) -> Iterator[Callable[..., str]]:
+    """Start ``nexus serve --transport http`` on a free loopback port; returns its URL.
+
+    Its generated token (no config names one) is ``HTTP_TOKEN``: ``http_client(url)`` sends it.
+    """
+    token_file = isolated_user_dirs / "config" / "nexus" / "http-token"
+    token_file.parent.mkdir(parents=True, exist_ok=True)
+    token_file.write_text(HTTP_TOKEN + "\n")
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import server_env, write_config
+from tests.conftest import HTTP_TOKEN, http_client, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ def token_config(tmp_path: Path) -> Path:
 async def test_the_official_client_over_streamable_http(http_server, tmp_path: Path, mode: str) -> None:
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
     url = http_server("--config", str(config))
-    async with Client(url, mode=mode) as client:
+    async with http_client(url, mode=mode) as client:
         assert "hello" in {t.name for t in (await client.list_tools()).tools}
         result = await client.call_tool("hello", {"name": "Ada"})
         assert result.structured_content["text"] == "Hello, Ada!"
@@ -60,12 +60,46 @@ async def test_the_sdk_client_with_the_token(http_server, token_config: Path) ->
         assert (await client.call_tool("hello", {"name": "Bo"})).structured_content["text"] == "Hello, Bo!"
 
 
-async def test_foreign_origins_and_hosts_are_refused(http_server, tmp_path: Path) -> None:
+async def test_without_a_configured_token_a_generated_one_is_required(http_server, tmp_path: Path) -> None:
     url = http_server()
     async with httpx2.AsyncClient() as http:
-        evil_origin = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Origin": "http://evil.example"})
-        evil_host = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Host": "evil.example:80"})
-        local_origin = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Origin": "http://localhost:3000"})
+        missing = await http.post(url, json=INITIALIZE, headers=HEADERS)
+        right = await http.post(url, json=INITIALIZE, headers=HEADERS | {"Authorization": f"Bearer {HTTP_TOKEN}"})
+    assert missing.status_code == 401 and right.status_code == 200
+
+
+def test_the_token_is_generated_once_private_and_announced(tmp_path: Path, isolated_user_dirs: Path) -> None:
+    import os
+    import stat
+    import subprocess
+
+    from tests.conftest import free_port, nexus_command, wait_listening
+
+    port = free_port()
+    proc = subprocess.Popen(
+        nexus_command("serve", "--transport", "http", "--port", str(port)),
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=server_env(),
+    )
+    try:
+        wait_listening(proc, port)
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=20)
+    token_file = isolated_user_dirs / "config" / "nexus" / "http-token"
+    token = token_file.read_text().strip()
+    assert len(token) >= 40 and stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    assert f"Authorization: Bearer {token}" in stderr.decode()
+
+
+async def test_foreign_origins_and_hosts_are_refused(http_server, tmp_path: Path) -> None:
+    url = http_server()
+    headers = HEADERS | {"Authorization": f"Bearer {HTTP_TOKEN}"}
+    async with httpx2.AsyncClient() as http:
+        evil_origin = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "http://evil.example"})
+        evil_host = await http.post(url, json=INITIALIZE, headers=headers | {"Host": "evil.example:80"})
+        local_origin = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "http://localhost:3000"})
     assert evil_origin.status_code == 403
     assert evil_host.status_code == 421
     assert local_origin.status_code == 200

@@ -42,7 +42,7 @@ def test_sigterm_stops_each_plugin_once_and_audits_the_cut_call(tmp_path: Path) 
     text += "".join(f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "hello"))
     config = write_config(tmp_path / "nexus.toml", text)
     proc = subprocess.Popen(
-        nexus_command("serve", "--config", str(config)),
+        nexus_command("serve", "--config", str(config), "--standalone"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

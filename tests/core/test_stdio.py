@@ -63,7 +63,10 @@ async def test_client_auto_mode_over_stdio(config: Path, tmp_path: Path) -> None
         assert result.structured_content == {"result": "AUTO"}
 
 
-def test_raw_lines_garbage_unknown_methods_and_stdout_purity(config: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["relay", "standalone"])
+def test_raw_lines_garbage_unknown_methods_and_stdout_purity(
+    config: Path, tmp_path: Path, mode: str, isolated_user_dirs: Path
+) -> None:
     lines = [
         {
             "jsonrpc": "2.0",
@@ -82,7 +85,7 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(config: Path, tmp_p
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "x"}}},
     ]
     proc = subprocess.Popen(
-        nexus_command("serve", "--config", str(config)),
+        nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else [])),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -110,14 +113,17 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(config: Path, tmp_p
     assert replies[3]["result"]["structuredContent"] == {"result": "X"}  # still serving after the garbage
     assert stdout_rest == b""
     assert proc.returncode == 0
+    if mode == "relay":  # the plugins run in the shared server: what they print is in its log
+        stderr = "".join(p.read_text() for p in (isolated_user_dirs / "state" / "nexus" / "logs").glob("*.log"))
     assert "noise at import" in stderr and "noise from a tool" in stderr and "raw noise on fd 1" in stderr
     assert "plugin 'broken' not loaded" in stderr and "not_a_module_anywhere" in stderr
 
 
-def test_an_invalid_config_fails_at_startup_naming_file_and_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["relay", "standalone"])
+def test_an_invalid_config_fails_at_startup_naming_file_and_key(tmp_path: Path, mode: str) -> None:
     bad = write_config(tmp_path / "nexus.toml", "[server.http]\nport = 'eighty'\n")
     proc = subprocess.run(
-        nexus_command("serve", "--config", str(bad)),
+        nexus_command("serve", "--config", str(bad), *(["--standalone"] if mode == "standalone" else [])),
         capture_output=True,
         timeout=60,
         env=server_env(),

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import stdio_session, write_config
+from tests.conftest import http_client, stdio_session, write_config
 from tests.files.helpers import call, fail
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +42,7 @@ async def test_over_stdio(tmp_path, repo):
 
 async def test_over_streamable_http(tmp_path, repo, http_server):
     url = http_server("--config", str(config_file(tmp_path, repo)))
-    async with Client(url) as client:
+    async with http_client(url) as client:
         log = await call(client, "fs_git_log", max=5)
         assert [c["subject"] for c in log["commits"]] == ["Print the cwd", "Initial commit"]
         assert "symlink" in await fail(client, "fs_read_file", path="escape")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
-from tests.conftest import stdio_session, write_config
+from tests.conftest import http_client, stdio_session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +35,7 @@ async def test_over_stdio_the_graph_lives_in_the_data_dir(config: Path, tmp_path
 
 async def test_over_streamable_http(config: Path, tmp_path: Path, http_server) -> None:
     url = http_server("--config", str(config))
-    async with Client(url) as client:
+    async with http_client(url) as client:
         await client.call_tool("add_entity", {"category": "concepts", "id": "a", "type": "t", "name": "Alpha"})
         await client.call_tool("add_entity", {"category": "concepts", "id": "b", "type": "t", "name": "Beta"})
         linked = await client.call_tool("connect_entities", {"src": "a", "rel": "precedes", "dst": "b"})

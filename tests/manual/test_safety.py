@@ -8,9 +8,8 @@ import sys
 import textwrap
 
 import pytest
-from mcp import Client
 
-from tests.conftest import server_env, stdio_session, write_config
+from tests.conftest import http_client, server_env, stdio_session, write_config
 from tests.manual.conftest import entity, write
 
 pytestmark = pytest.mark.anyio
@@ -131,7 +130,7 @@ async def test_over_real_stdio(tmp_path, root) -> None:
 async def test_over_streamable_http(tmp_path, root, http_server) -> None:
     write(root / "work" / "a.md", entity("a", "# A\n"))
     url = http_server("--config", config_file(tmp_path, root), "--set", 'plugins.manual.categories=["read", "write"]')
-    async with Client(url) as client:
+    async with http_client(url) as client:
         made = await client.call_tool(
             "create_relations", {"library_name": "work", "relations": [{"from": "a", "to": "a", "type": "self"}]}
         )

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
-from tests.conftest import stdio_session, write_config
+from tests.conftest import http_client, stdio_session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +33,7 @@ async def test_stdio(tmp_path: Path) -> None:
 
 async def test_streamable_http(http_server, tmp_path: Path) -> None:
     url = http_server("--config", str(_config(tmp_path)))
-    async with Client(url) as client:
+    async with http_client(url) as client:
         stored = await client.call_tool(
             "store_memory",
             {
