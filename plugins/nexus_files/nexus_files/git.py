@@ -5,8 +5,9 @@ config overrides (GIT_CONFIG_COUNT) that keep a repository's own config from
 running programs: fsmonitor, hooks, pager, and every filter, diff and merge
 driver found in any config file git reads there (includes and
 config.worktree too). User-supplied values starting with ``-`` are refused,
-revisions come after ``--end-of-options`` and paths after ``--``. Diff
-sections and status entries of deny-listed paths are withheld.
+revisions come after ``--end-of-options`` and paths after ``--``; diffs and
+shows take commits only (a blob's or tree's id would show content under no
+path). Diff sections and status entries of deny-listed paths are withheld.
 """
 
 from __future__ import annotations
@@ -455,7 +456,9 @@ class Git:
             env[f"GIT_CONFIG_VALUE_{i}"] = value
         return env
 
-    async def raw_bytes(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, bytes, str]:
+    async def raw_bytes(
+        self, cwd: Path, args: list[str], overrides: Sequence[Override] = (), stdin: bytes | None = None
+    ) -> tuple[int, bytes, str]:
         if self.binary is None:
             raise ToolError("git is not installed on this machine")
         out = await run_process(
@@ -464,13 +467,16 @@ class Git:
             env=self.env(overrides),
             timeout=self.config.command_timeout,
             max_output=GIT_OUTPUT_CAP,
+            stdin=stdin,
         )
         if out.timed_out:
             raise ToolError(f"git timed out after {self.config.command_timeout} s")
         return out.exit_code or 0, out.stdout, _text(out.stderr)
 
-    async def raw(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, str, str]:
-        code, out, err = await self.raw_bytes(cwd, args, overrides)
+    async def raw(
+        self, cwd: Path, args: list[str], overrides: Sequence[Override] = (), stdin: bytes | None = None
+    ) -> tuple[int, str, str]:
+        code, out, err = await self.raw_bytes(cwd, args, overrides, stdin)
         return code, _text(out), err
 
     async def repo(self, given: str) -> tuple[Path, list[Override]]:
@@ -525,6 +531,34 @@ class Git:
         if code != 0:
             raise ToolError(f"refused: cannot read the git config of {self.policy.display(top) or '.'}: {err.strip()}")
         return driver_overrides(out)
+
+    async def require_commits(self, top: Path, overrides: Sequence[Override], **revisions: str | None) -> None:
+        """Refuse a revision naming a blob or a tree (by id, through a tag, or as a range end).
+
+        ``git diff <blob> <blob>`` and ``git show <blob>`` print content under no path,
+        so nothing could tell a deny-listed file's content from another's: the git
+        tools take commits only.
+        """
+        named: list[tuple[str, str, str]] = []
+        for name, rev in revisions.items():
+            if not rev:
+                continue
+            code, out, _ = await self.raw(top, ["rev-parse", "--revs-only", "--end-of-options", rev], overrides)
+            ids = [line.lstrip("^") for line in out.split()]
+            if code != 0 or not ids:
+                raise ToolError(f"{name} {rev!r} is not a revision of this repository")
+            named += [(name, rev, i) for i in ids]
+        if not named:
+            return
+        peel = "".join(f"{i}^{{commit}}\n" for _, _, i in named).encode()
+        _, out, _ = await self.raw(top, ["cat-file", "--batch-check=%(objecttype)"], overrides, stdin=peel)
+        kinds = out.splitlines()
+        for i, (name, rev, _) in enumerate(named):
+            if i >= len(kinds) or kinds[i] != "commit":
+                raise ToolError(
+                    f"refused: {name} {rev!r} names a file's or folder's contents (a blob or tree), not a commit; "
+                    "the git tools compare and show commits only: pass commits and limit them with path"
+                )
 
     def rel(self, top: Path, given: str) -> str:
         """A path argument as a repo-relative pathspec, after the path policy (deny_paths included)."""
@@ -657,6 +691,7 @@ def register(register, ctx: PluginContext) -> None:
         if staged and target:
             raise ToolError("staged compares the index with a revision; do not combine it with target")
         top, ov = await git.repo(repo)
+        await git.require_commits(top, ov, base=base, target=target)
         revs = [r for r in (base, target) if r]
         what = ["--cached"] if staged else []
         description = (
@@ -683,6 +718,7 @@ def register(register, ctx: PluginContext) -> None:
         refuse_options(repo=repo, path=path)
         check_revision("revision", revision)
         top, ov = await git.repo(repo)
+        await git.require_commits(top, ov, revision=revision)
         tail = ["--end-of-options", revision, "--", *([git.rel(top, path)] if path else [])]
         meta = await git.run(top, ov, ["show", "--no-patch", f"--format={LOG_FORMAT}%B", *tail])
         head, _, body = meta.partition("\x1e")

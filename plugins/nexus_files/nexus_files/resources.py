@@ -52,6 +52,7 @@ def register_prompts(register, ctx: PluginContext) -> None:
         if base:
             check_revision("base", base)
         top, ov = await git.repo(repo)
+        await git.require_commits(top, ov, base=base)
         args = ["diff", *DIFF_OPTIONS, "--ignore-submodules=dirty", *(["--cached"] if cached else [])]
         patch = await git.patch(top, ov, [*args, "--end-of-options", *([base] if base else []), "--"])
         diff = patch.text
