@@ -167,19 +167,29 @@ def search_data(data: bytes, rel: str, q: Query, regex: re2._Regexp, limit: int,
         pos = (end if line_end < 0 or line_end > end else line_end) + 1
     if not starts:
         return None
-    lines = data[:end].split(b"\n")
-    hits: list[int] = []
-    number, last = 0, 0
+    rows: dict[int, tuple[int, bool]] = {}  # line number -> (offset of its start, is a match)
+    number, last = 1, 0
     for start in starts:
         number += data.count(b"\n", last, start)
         last = start
-        hits.append(number)
-    hit_set = set(hits)
-    shown: set[int] = set()
-    for h in hits:
-        shown.update(range(max(0, h - q.context), min(len(lines), h + q.context + 1)))
-    rows = [(i + 1, clip(lines[i].decode("utf-8", "replace").removesuffix("\r")), i in hit_set) for i in sorted(shown)]
-    return FileHits(rel, rows)
+        rows[number] = (start, True)
+        before = after = start
+        for k in range(1, q.context + 1):  # context lines, found by their newlines
+            if before == 0:
+                break
+            before = data.rfind(b"\n", 0, before - 1) + 1
+            rows.setdefault(number - k, (before, False))
+        for k in range(1, q.context + 1):
+            after = data.find(b"\n", after) + 1
+            if not 0 < after <= end:
+                break
+            rows.setdefault(number + k, (after, False))
+    return FileHits(rel, [(n, _line(data, offset, end), match) for n, (offset, match) in sorted(rows.items())])
+
+
+def _line(data: bytes, start: int, end: int) -> str:
+    stop = data.find(b"\n", start, end)
+    return clip(data[start : end if stop < 0 else stop].decode("utf-8", "replace").removesuffix("\r"))
 
 
 def search_file(
