@@ -29,6 +29,7 @@ _EXPORTS = {
     "LiveResource": "nexus_core.live",
     "LiveTool": "nexus_core.live",
     "locked": "nexus_core.locks",
+    "make_undumpable": "nexus_core.hardening",
     "lock_path": "nexus_core.locks",
     "Category": "nexus_core.permissions",
     "PathPolicy": "nexus_core.permissions",
@@ -63,6 +64,7 @@ __all__ = [
     "hookimpl",
     "lock_path",
     "locked",
+    "make_undumpable",
     "write_at",
 ]
 
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
 
     from nexus_core.atomic import atomic_write, write_at
     from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+    from nexus_core.hardening import make_undumpable
     from nexus_core.hookspecs import hookimpl
     from nexus_core.live import LivePrompt, LiveResource, LiveTool
     from nexus_core.locks import lock_path, locked

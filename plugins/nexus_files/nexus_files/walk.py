@@ -162,6 +162,34 @@ def _walk(
             yield from _walk(e.path, rel + "/", depth + 1, child_rules, deny, policy, max_depth)
 
 
+def first_hidden(folder: Path, policy: PathPolicy, limit: int = 100_000) -> str | None:
+    """The first path below ``folder`` that deny_paths hide (relative to it), or None; ToolError past ``limit``.
+
+    For programs that go through a whole folder themselves (``grep -r``, ``rg``,
+    ``find``, ``cp -r``): they know nothing of deny_paths, so such a folder must hold
+    nothing hidden. Symlinks are not followed (run_command refuses the options
+    that would make those programs follow them).
+    """
+    deny = DenyFilter(policy)
+    stack, seen = [str(folder)], 0
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            seen += 1
+            if seen > limit:
+                raise ToolError(f"'{folder}' holds more than {limit} files to check for hidden ones; name a subfolder")
+            is_dir = e.is_dir(follow_symlinks=False)
+            if not deny.allows(e.path, is_dir):
+                return os.path.relpath(e.path, folder)
+            if is_dir:
+                stack.append(e.path)
+    return None
+
+
 def walk_files(start: Path, policy: PathPolicy, *, include_ignored: bool = False) -> Iterator[Entry]:
     """Regular files under ``start`` (symlinks skipped, as ripgrep does)."""
     for entry in walk(start, policy, include_ignored=include_ignored):
