@@ -152,7 +152,7 @@ async def test_hostile_paths_leak_nothing_through_any_tool_resource_or_prompt(fi
                     check(f"resource/prompt({path[:40]!r})", str(await read(path)))
                 except MCPError as exc:
                     check(f"resource/prompt({path[:40]!r})", str(exc))
-        for path in paths:
+        for path in (p for p in paths if p.count("/") < 100):  # a 2000-deep mkdir would outlive the test's cleanup
             for tool, args in writing_calls(path):
                 calls += 1
                 check(f"{tool}({path[:40]!r})", text_of(await client.call_tool(tool, args)))
