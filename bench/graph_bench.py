@@ -194,7 +194,8 @@ async def run(args: argparse.Namespace) -> None:
             for i in range(50):
                 t = time.perf_counter()
                 r = await client.call_tool(
-                    "add_entity", {"category": "concepts", "id": f"bench-{i}", "type": "concept", "name": f"Bench {i}"}
+                    "add_entity",
+                    {"category": "concepts", "id": f"bench-{i}", "type": "concept", "name": f"Bench {i}", "desc": ""},
                 )
                 add_ms.append((time.perf_counter() - t) * 1000)
                 assert not r.is_error

@@ -2,6 +2,8 @@
 
 1. rename_entity across a 10,000-file library (500 files link to the renamed entity).
 2. read_entities_sections of one section in a 5 MB file: the first (cold) read, then p50/p95 of warm reads.
+3. list_entities of the 10,000-file library, and add_entities in it: with content, and without (the skeleton is
+   learned from entities of its type: a common type stops after MAX_SAMPLES of them, a rare one reads every file).
 
 Goals: rename under 2 s; section read p95 under 20 ms.
 
@@ -21,9 +23,12 @@ import anyio
 from mcp import Client
 
 import nexus_manual
+from nexus_core import PathPolicy
 from nexus_core.config import parse_config
 from nexus_core.host import build_host
 from nexus_core.plugins import get_plugin_manager
+from nexus_manual.library import Library
+from nexus_manual.skeleton import MAX_SAMPLES
 
 FILES = 10_000
 LINKING = 500
@@ -78,11 +83,27 @@ async def run(base: Path) -> None:
         names = ["target", "renamed", "target", "renamed", "target"]
         for old, new in itertools.pairwise(names):
             t = time.perf_counter()
-            result = await client.call_tool("rename_entity", {"library_name": "lib", "old": old, "new": new})
+            result = await client.call_tool("rename_entity", {"library_name": "lib", "old_name": old, "new_name": new})
             renames.append(time.perf_counter() - t)
             assert not result.is_error, result.content[0].text
             assert len(result.structured_content["files_updated"]) == LINKING
         updated = len(result.structured_content["files_updated"])
+
+        t = time.perf_counter()
+        result = await client.call_tool("list_entities", {"library_name": "lib"})
+        listing = time.perf_counter() - t
+        assert result.structured_content["count"] == FILES
+
+        creations = {}
+        for label, made in [
+            ("content", {"name": "c0", "entity_type": "note", "content": "# C0\n"}),
+            ("common", {"name": "c1", "entity_type": "note"}),
+            ("rare", {"name": "c2", "entity_type": "topic"}),
+        ]:
+            t = time.perf_counter()
+            result = await client.call_tool("add_entities", {"library_name": "lib", "entities": [made]})
+            creations[label] = time.perf_counter() - t
+            assert not result.is_error, result.content[0].text
 
         args = {"library_name": "big", "entity_names": ["book"], "section_globs": ["Chapter 1234"]}
         t = time.perf_counter()
@@ -101,6 +122,13 @@ async def run(base: Path) -> None:
         await client.call_tool("get_entities_toc", {"library_name": "big", "entity_names": ["book"]})
         toc = time.perf_counter() - toc_t
 
+    listing_cost = {}  # Library.names() alone, without the protocol: with and without the built-in secret list
+    for secrets in (True, False):
+        names_lib = Library("lib", str(lib), PathPolicy([base], deny_secrets=secrets))
+        t = time.perf_counter()
+        assert len(names_lib.names()) == FILES + 3
+        listing_cost[secrets] = time.perf_counter() - t
+
     reads.sort()
     p50, p95 = statistics.median(reads), reads[int(0.95 * len(reads)) - 1]
     rename_med, rename_max = statistics.median(renames), max(renames)
@@ -113,6 +141,13 @@ async def run(base: Path) -> None:
         f"warm p50 {p50 * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms over {READS} reads "
         f"(goal p95 < 20 ms: {p95 / 0.020:.2f}x of the budget)",
         f"get_entities_toc on the same file (warm): {toc * 1000:.2f} ms",
+        f"list_entities of the {FILES}-file library: {listing * 1000:.0f} ms; Library.names() alone "
+        f"{listing_cost[True] * 1000:.0f} ms with the built-in secret list, {listing_cost[False] * 1000:.0f} ms "
+        f"without ({listing_cost[True] / listing_cost[False]:.0f}x)",
+        f"add_entities in the {FILES}-file library: with content {creations['content'] * 1000:.0f} ms; "
+        f"skeleton of a common type ({MAX_SAMPLES} sampled) {creations['common'] * 1000:.0f} ms "
+        f"({creations['common'] / creations['content']:.1f}x); of a rare type (every file read) "
+        f"{creations['rare'] * 1000:.0f} ms ({creations['rare'] / creations['content']:.1f}x)",
     ]
     sys.stderr.write("\n".join(out) + "\n")
     sys.stdout.write("\n".join(out) + "\n")

@@ -6,9 +6,11 @@ import contextlib
 import os
 import secrets
 import stat
+import time
 from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+STALE_AFTER = 60.0  # seconds: a temp file this old belongs to a write that was killed, not to one under way
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
@@ -34,6 +36,7 @@ def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = No
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
+    _sweep_at(dir_fd, f".{name[:200]}.")
     try:
         old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -56,6 +59,38 @@ def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = No
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     return old is None
+
+
+def sweep(folder: Path, prefix: str = ".", *, recursive: bool = False) -> int:
+    """Remove what writes killed mid-way left (``.<name>.XXXX.tmp`` older than a minute); returns how many."""
+    removed = 0
+    now = time.time()
+    candidates = folder.rglob(f"{prefix}*.tmp") if recursive else folder.glob(f"{prefix}*.tmp")
+    with contextlib.suppress(OSError):
+        for tmp in candidates:
+            with contextlib.suppress(OSError):
+                info = tmp.lstat()
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER:
+                    tmp.unlink()
+                    removed += 1
+    return removed
+
+
+def _sweep_at(dir_fd: int, prefix: str) -> None:
+    """``sweep`` of one name's leftovers in the folder open as ``dir_fd`` (which may be an O_PATH descriptor)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        listing = os.open(".", _DIR_FLAGS, dir_fd=dir_fd)
+        try:
+            with os.scandir(listing) as it:
+                names = [e.name for e in it if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+        finally:
+            os.close(listing)
+        for tmp in names:
+            with contextlib.suppress(OSError):
+                info = os.stat(tmp, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER:
+                    os.unlink(tmp, dir_fd=dir_fd)
 
 
 def _umask() -> int:

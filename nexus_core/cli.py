@@ -143,7 +143,7 @@ def cli() -> None:
 @config_options
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", "bind", help="HTTP address (default from [server.http], else 127.0.0.1).")
-@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8765).")
+@click.option("--port", type=int, help="HTTP port (default from [server.http], else 8766).")
 @click.option("--name", help="The server's name as clients see it.")
 @click.option(
     "--libraries",
@@ -188,9 +188,9 @@ def serve(
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
     process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in roots)
-    process_session().profile = profile
     try:
         config = _with_libraries(load(config_path, overrides, verbose), libraries)
+        process_session().profile = config.profile(profile) if profile else None
         host = build_with_frozen_gc(config)
         _report(host)
         if transport == "stdio":

@@ -109,9 +109,43 @@ def prefixed(prefix: str | None, name: str) -> str:
     return f"{prefix}_{name}" if prefix else name
 
 
+class Profile(Strict):
+    """A named set of plugins and tools a client is served (``nexus serve --profile NAME``).
+
+    ``plugins`` limits the plugins (their tools, resources and prompts); ``tools`` further limits the
+    tools, by name. Permissions still apply inside a profile: it never grants anything.
+    """
+
+    description: str = ""
+    plugins: list[str] | None = None
+    tools: list[str] | None = None
+    name: str = Field("", exclude=True)
+
+    def refusal(self, plugin: str, kind: str, names: frozenset[str]) -> str | None:
+        """Why an item is outside this profile, or None when it is inside."""
+        if self.plugins is not None and plugin not in self.plugins:
+            return f"'{names_text(names)}' is not in the profile '{self.name}' (plugins: {', '.join(self.plugins)})"
+        if self.tools is not None and kind == "tool" and names.isdisjoint(self.tools):
+            return f"tool '{names_text(names)}' is not in the profile '{self.name}'"
+        return None
+
+
+def names_text(names: frozenset[str]) -> str:
+    return max(names, key=len)
+
+
+BUILTIN_PROFILES = {
+    "coding": Profile(description="Safe hands in your repositories and a memory of what you learned.",
+                      plugins=["files", "memory"]),
+    "notes": Profile(description="Markdown libraries, the knowledge graph and memory.",
+                     plugins=["manual", "graph", "memory"]),
+}  # fmt: skip
+
+
 class NexusConfig(Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
     plugins: dict[str, PluginTable] = Field(default_factory=dict)
+    profiles: dict[str, Profile] = Field(default_factory=dict)
     source: str = Field("defaults", exclude=True)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     path: Path | None = Field(None, exclude=True)
@@ -127,6 +161,14 @@ class NexusConfig(Strict):
 
     def table(self, plugin: str) -> PluginTable:
         return self.plugins.get(plugin) or PluginTable()
+
+    def profile(self, name: str) -> Profile:
+        """The profile of that name (the config's own, else a built-in one); ConfigError when there is none."""
+        found = self.profiles.get(name) or BUILTIN_PROFILES.get(name)
+        if found is None:
+            known = ", ".join(sorted({*BUILTIN_PROFILES, *self.profiles}))
+            raise ConfigError(self.source, f"profiles.{name}", f"no such profile (known: {known})")
+        return found.model_copy(update={"name": name})
 
     def resolve_path(self, path: Path) -> Path:
         """A configured path: ``~`` expanded, relative ones against the config file's folder."""

@@ -28,6 +28,8 @@ import anyio
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_core.errors import NexusError, PermissionDenied
@@ -58,6 +60,8 @@ def refusal(item: Item, session: Session | None = None) -> str | None:
     if item.refusal:
         return item.refusal
     session = session or current()
+    if session.profile is not None and (reason := session.profile.refusal(item.plugin, item.kind, item.names)):
+        return f"permission denied: {reason}"
     if session.narrowing is not None:
         return session.narrowing.refusal(item.plugin, [*sorted(item.names, key=len), item.name], item.category)
     return None
@@ -140,8 +144,9 @@ async def _roots_settled(session: Session) -> None:
 class Sessions:
     """Server middleware: every request runs as its connection's session, which learns who the client is."""
 
-    def __init__(self, make: Callable[[], Session]) -> None:
+    def __init__(self, make: Callable[[], Session], serves: Callable[[str], bool]) -> None:
         self._make = make
+        self._serves = serves  # whether the server has a handler for a method
         self._by_connection: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
         self.open: weakref.WeakSet[Session] = weakref.WeakSet()
 
@@ -157,6 +162,7 @@ class Sessions:
         return session
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        _refuse_before_initialize(ctx, self._serves)
         session = self.session_for(ctx)
         self.open.add(session)
         with bound(session):
@@ -168,6 +174,23 @@ class Sessions:
             ):
                 await _fetch_roots(session, ctx)
             return result
+
+
+def _refuse_before_initialize(ctx: ServerRequestContext[Any, Any], serves: Callable[[str], bool]) -> None:
+    """A request before the handshake gets an error that says so (the SDK's says only "Invalid request parameters")."""
+    connection = getattr(ctx.session, "_connection", None)
+    if (
+        ctx.request_id is not None
+        and ctx.method not in ("initialize", "ping")
+        and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        and connection is not None
+        and not connection.initialize_accepted
+        and serves(ctx.method)
+    ):
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"'{ctx.method}' arrived before initialize: send initialize, then notifications/initialized",
+        )
 
 
 def _learn_client(session: Session, params: dict[str, Any]) -> None:

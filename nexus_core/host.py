@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import importlib_metadata
 import mcp_types as types
 from anyio.abc import TaskGroup
@@ -35,9 +36,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
+from nexus_core.atomic import sweep
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
-from nexus_core.errors import ConfigError, NexusError, PluginError
+from nexus_core.errors import ConfigError, NexusError, PluginError, argument_error
 from nexus_core.gate import Gate, Item, Sessions, refusal
 from nexus_core.live import Kind, LiveCatalog, LivePrompt, LiveResource, LiveTool, Published
 from nexus_core.permissions import Category, Grants, PathPolicy
@@ -141,7 +143,12 @@ class NexusServer(MCPServer[Any]):
     async def _call_native(self, plugin: str, name: str, arguments: dict[str, Any], context: Any) -> Any:
         if reason := self.host.unavailable(plugin):
             raise ToolError(reason)
-        return await MCPServer.call_tool(self, name, arguments, context)
+        try:
+            return await MCPServer.call_tool(self, name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
+                raise ToolError(argument_error(name, exc.__cause__)) from None
+            raise
 
     async def _call_live(self, live: Published, arguments: dict[str, Any]) -> Any:
         if reason := self.host.unavailable(live.plugin):
@@ -234,7 +241,9 @@ class Host:
             include_arguments=config.server.audit.include_arguments,
         )
         self.gate = Gate(self.audit)
-        self.sessions = Sessions(like_process)
+        self.sessions = Sessions(
+            like_process, lambda method: self.server._lowlevel_server.get_request_handler(method) is not None
+        )
         self.items: dict[tuple[str, str], Item] = {}  # (kind, public name or URI) -> its gate item
         self._started: list[str] = []  # in start order
         self._stopped: anyio.Event | None = None  # set once running() has stopped every plugin
@@ -467,6 +476,9 @@ class Host:
             stopped.set()
 
     async def _start_plugins(self) -> None:
+        data = self.config.resolve_path(self.config.server.data_dir)
+        if data.is_dir() and (swept := await anyio.to_thread.run_sync(lambda: sweep(data, recursive=True))):
+            log.info("removed %d temporary file(s) left by interrupted writes in %s", swept, data)
         for state in self.active():
             try:
                 await _awaited(self.pm.call_one(state.name, "nexus_startup", ctx=state.ctx))

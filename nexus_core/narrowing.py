@@ -111,8 +111,8 @@ def _table(table: Any, where: str, allowed: set[str], folder: Path, ignored: lis
     roots = None
     if "roots" in table:
         resolved = [Path(os.path.realpath(folder / Path(str(r)).expanduser())) for r in _strings(table["roots"], path)]
-        roots = tuple(r for r in resolved if r == folder or r.is_relative_to(folder))
-        ignored += [f"{where}.roots entry {r} (outside {folder})" for r in resolved if r not in roots]
+        roots = tuple(r for r in resolved if r == folder or r.is_relative_to(folder)) or None
+        ignored += [f"{where}.roots entry {r} (outside {folder})" for r in resolved if r not in (roots or ())]
     categories = table.get("categories")
     return PluginNarrowing(
         enabled=table.get("enabled", True) is not False,

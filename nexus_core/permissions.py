@@ -19,7 +19,7 @@ import pathspec
 
 from nexus_core.errors import PermissionDenied
 from nexus_core.safe_open import SafeOpening
-from nexus_core.sensitive import RUNS_CODE, SECRETS, SYSTEM, anywhere
+from nexus_core.sensitive import RUNS_CODE, SECRETS, SYSTEM, SecretMatcher, anywhere
 from nexus_core.sessions import NO_ROOTS, current
 
 
@@ -92,14 +92,14 @@ class PathPolicy(SafeOpening):
         self.plugin = plugin
         self._fixed = tuple(_real(r) for r in roots) if roots else None
         self._own: tuple[Path, ...] = ()
-        self._builtin = len(SECRETS) if deny_secrets else 0
-        self._patterns = (*(SECRETS if deny_secrets else ()), *deny_paths)
+        self._secrets = deny_secrets
+        self._patterns = tuple(deny_paths)
         self.protected = tuple(_real(p) for p in protected)
-        self._static = _View.of(self._fixed or (), self._patterns, self._builtin) if self._fixed is not None else None
+        self._static = _View.of(self._fixed or (), self._patterns, deny_secrets) if self._fixed is not None else None
 
     def __repr__(self) -> str:
         roots = [str(r) for r in self._fixed] if self._fixed is not None else "per session"
-        return f"PathPolicy(roots={roots}, deny_paths={list(self._patterns)})"
+        return f"PathPolicy(roots={roots}, deny_paths={list(self._patterns)}, deny_secrets={self._secrets})"
 
     def include(self, folder: str | os.PathLike[str]) -> None:
         """Make ``folder`` one of this plugin's own roots in every session (a folder its config names)."""
@@ -122,7 +122,8 @@ class PathPolicy(SafeOpening):
 
     @property
     def deny_patterns(self) -> tuple[str, ...]:
-        return self._view().patterns
+        """The patterns hidden from this plugin: the built-in secret list (unless switched off), then deny_paths."""
+        return (*(SECRETS if self._secrets else ()), *self._view().patterns)
 
     def _view(self) -> _View:
         session = current()
@@ -136,7 +137,7 @@ class PathPolicy(SafeOpening):
             if session.narrowing is not None:
                 roots = session.narrowing.roots_within(self.plugin, roots)
                 patterns = (*patterns, *session.narrowing.deny_paths(self.plugin))
-            view = session.cache[key] = _View.of((*roots, *self._own), patterns, self._builtin)
+            view = session.cache[key] = _View.of((*roots, *self._own), patterns, self._secrets)
         return view
 
     def resolve(self, path: str | os.PathLike[str], *, write: bool = False) -> Path:
@@ -198,23 +199,20 @@ class PathPolicy(SafeOpening):
 
     def denied(self, path: Path) -> str | None:
         """Why a path is hidden (a deny pattern it matches, a system folder), or None when it is not."""
-        for system in SYSTEM:
-            if path == system or path.is_relative_to(system):
-                return f"is in {system}, which is never served"
         view = self._view()
-        root = view.root_of(path)
-        if root is None or not view.patterns:
+        text = str(path)
+        for system in view.system:  # only when a root contains /proc, /sys or /dev (a root of "/")
+            if text == system or text.startswith(system + "/"):
+                return f"is in {system}, which is never served"
+        root = view.root_text(text)
+        if root is None or text == root:
             return None
-        rel = _fold(path.relative_to(root).as_posix())
-        if rel == ".":
-            return None
-        result = view.spec.check_file(rel + "/" if path.is_dir() else rel)
-        if not result.include:
-            return None
-        pattern = view.patterns[result.index] if result.index is not None else "?"
-        builtin = result.index is not None and result.index < view.builtin
-        origin = "the built-in secret list (deny_secrets)" if builtin else "deny_paths"
-        return f"matches the {origin} pattern '{pattern}'"
+        rel = _fold(text[len(root) :].lstrip("/"))
+        if view.spec is not None and (pattern := _match(view, rel, path)):
+            return f"matches the deny_paths pattern '{pattern}'"  # the user's own pattern names it best
+        if view.secrets and (pattern := _SECRETS.match(rel, path.is_dir)):
+            return f"matches the built-in secret list (deny_secrets) pattern '{pattern}'"
+        return None
 
     def root_of(self, path: Path) -> Path | None:
         """The root containing ``path`` (which must be absolute and normalised), or None."""
@@ -231,20 +229,43 @@ class PathPolicy(SafeOpening):
 
 @dataclass(frozen=True)
 class _View:
-    """The roots and deny patterns in force for one session."""
+    """The roots and deny patterns in force for one session, in the form the checks need (strings: fast)."""
 
     roots: tuple[Path, ...]
-    patterns: tuple[str, ...]
-    builtin: int  # how many of the patterns, from the first, are the built-in secret list
-    spec: pathspec.GitIgnoreSpec
+    patterns: tuple[str, ...]  # deny_paths: the config's, then the session's
+    secrets: bool
+    spec: pathspec.GitIgnoreSpec | None
+    texts: tuple[str, ...]
+    system: tuple[str, ...]  # the never-served folders some root contains
 
     @classmethod
-    def of(cls, roots: tuple[Path, ...], patterns: tuple[str, ...], builtin: int) -> _View:
-        spec = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in anywhere(patterns))
-        return cls(roots, patterns, builtin, spec)
+    def of(cls, roots: tuple[Path, ...], patterns: tuple[str, ...], secrets: bool) -> _View:
+        spec = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in anywhere(patterns)) if patterns else None
+        texts = tuple(str(r) for r in roots)
+        system = tuple(str(s) for s in SYSTEM if any(s.is_relative_to(r) for r in roots))
+        return cls(roots, patterns, secrets, spec, texts, system)
+
+    def root_text(self, text: str) -> str | None:
+        for root in self.texts:
+            if text == root or text.startswith(root if root.endswith("/") else root + "/"):
+                return root
+        return None
 
     def root_of(self, path: Path) -> Path | None:
-        return next((r for r in self.roots if path == r or path.is_relative_to(r)), None)
+        root = self.root_text(str(path))
+        return None if root is None else self.roots[self.texts.index(root)]
+
+
+def _match(view: _View, rel: str, path: Path) -> str | None:
+    """The deny_paths pattern ``rel`` matches; a folder-only one ("secrets/") may match the path itself as a folder."""
+    assert view.spec is not None
+    result = view.spec.check_file(rel)
+    if not result.include:
+        as_folder = view.spec.check_file(rel + "/")
+        if not as_folder.include or not path.is_dir():
+            return None
+        result = as_folder
+    return view.patterns[result.index] if result.index is not None else "?"
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
@@ -264,6 +285,7 @@ def _fold(text: str) -> str:
 
 
 _RUNS_CODE = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in anywhere(RUNS_CODE))
+_SECRETS = SecretMatcher(SECRETS, _fold)
 
 
 def _is_git_dir(folder: Path) -> bool:

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from nexus_core import locate, runtime
 
+DRAIN_TIMEOUT = 60.0  # seconds the relay still waits for answers once the client has closed its input
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
 REPLAY_ID = "nexus-relay-replay"
 IN_FLIGHT_ERROR = -32603
@@ -131,6 +132,7 @@ class Relay:
         self.initialize: dict[str, Any] | None = None  # the client's initialize request, to replay
         self.initialized: bytes | None = None
         self.closing = False  # the client closed its side: the server closing ours is expected
+        self.wanted = threading.Event()  # set when a client line waits for a server
 
     # -- reaching the server --------------------------------------------------------
 
@@ -139,17 +141,23 @@ class Relay:
         self.sock = self._connected()
 
     def _connected(self) -> socket.socket:
-        sock = self._dial() or self._start()
-        welcome = self._greet(sock)
-        if welcome.get("nexus") == "restart":  # the server was stale (an upgrade, an edited config): it exits
-            sock.close()
-            self._wait_gone()
+        """A greeted connection; a server that is dying (its socket still accepting) or stale is waited out."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
             sock = self._dial() or self._start()
-            welcome = self._greet(sock)
-        if welcome.get("nexus") != "welcome":
+            try:
+                welcome = self._greet(sock)
+            except OSError:  # reset: it died between accepting and answering
+                welcome = {"nexus": "restart"}
+            if welcome.get("nexus") == "welcome":
+                return sock
             sock.close()
-            raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}")
-        return sock
+            if welcome.get("nexus") != "restart":
+                raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}", 2)
+            if time.monotonic() > deadline:
+                raise RelayError(f"the shared server kept restarting (log: {self.files['log']})")
+            self._wait_gone()  # a stale server (an upgrade, an edited config) exits: then start a new one
+            time.sleep(0.05)
 
     def start_only(self) -> None:
         """Start the shared server if none listens (``nexus server start``)."""
@@ -208,8 +216,12 @@ class Relay:
         for line in iter(stdin.readline, b""):
             if line.strip():
                 self._to_server(line if line.endswith(b"\n") else line + b"\n")
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while (self.pending or self.backlog) and time.monotonic() < deadline:  # answer what was asked
+            time.sleep(0.01)
         with self.lock, contextlib.suppress(OSError):
             self.closing = True
+            self.wanted.set()
             if self.sock is not None:
                 self.sock.shutdown(socket.SHUT_WR)  # the client is gone: so is its session
         reader.join(timeout=5)
@@ -221,12 +233,13 @@ class Relay:
                 try:
                     self.sock.sendall(line)
                 except OSError:
-                    self.sock = None  # the reader notices the drop and reconnects
+                    self.sock = None  # the reader notices the drop
                 else:
                     if request_id is not None:
                         self.pending[request_id] = None
                     return
             self.backlog.append((line, request_id))
+            self.wanted.set()  # the client wants a server again: the reader reconnects
 
     def _note_client(self, line: bytes) -> bytes | None:
         """Remember the handshake (a reconnection replays it); return the id of a request, as JSON."""
@@ -253,7 +266,11 @@ class Relay:
             if not chunk:
                 if self.closing:
                     return
-                if not self._reconnect(stdout):
+                self._lost(stdout)
+                self.wanted.wait()  # until the client sends something: a stopped server stays stopped till then
+                if self.closing and not self.backlog:
+                    return
+                if not self._reconnect():
                     os._exit(1)  # no server can be had: the client sees the pipe close
                 buffer = b""
                 continue
@@ -283,11 +300,14 @@ class Relay:
         with self.lock:
             self.pending.pop(request_id, None)
 
-    def _reconnect(self, stdout: BinaryIO) -> bool:
-        """The server went away: fail what was in flight, get a server again, replay the handshake."""
+    def _lost(self, stdout: BinaryIO) -> None:
+        """The server went away: what was in flight fails, saying so."""
         with self.lock:
             self.sock, lost = None, list(self.pending)
             self.pending.clear()
+            self.wanted.clear()
+            if self.backlog:
+                self.wanted.set()
         for request_id in lost:
             error = {
                 "code": IN_FLIGHT_ERROR,
@@ -296,7 +316,11 @@ class Relay:
             }
             stdout.write(b'{"jsonrpc":"2.0","id":' + request_id + b',"error":' + json.dumps(error).encode() + b"}\n")
         stdout.flush()
-        print("nexus: the shared server went away; reconnecting", file=sys.stderr)
+        print("nexus: the shared server went away", file=sys.stderr)
+
+    def _reconnect(self) -> bool:
+        """Get a server again (starting one), replay the client's handshake, send what waited."""
+        print("nexus: reconnecting to the shared server", file=sys.stderr)
         try:
             sock = self._connected()
             self._replay(sock)

@@ -21,7 +21,7 @@ name = "nexus"
 
 [server.http]
 host = "127.0.0.1"
-port = 8765
+port = 8766
 # token = {{ env = "NEXUS_TOKEN" }}   # require "Authorization: Bearer <token>"
 # allowed_origins = []              # browser origins allowed besides loopback
 

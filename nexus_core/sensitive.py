@@ -8,6 +8,9 @@ login, commit or interpreter start.
 
 from __future__ import annotations
 
+import fnmatch
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 SECRETS = (
@@ -58,3 +61,41 @@ def anywhere(patterns: tuple[str, ...]) -> list[str]:
             body = "**/" + body
         out.append(("!" if negated else "") + body)
     return out
+
+
+class SecretMatcher:
+    """``SECRETS`` as one regex per path component: a walk checks thousands of paths, gitignore-style
+    matching of ~50 patterns each would cost more than the walk itself.
+
+    Single-name patterns (``*.pem``, ``.ssh/``) are tried against every component of the relative path;
+    multi-name ones (``.config/gcloud/``) against the path's component sequence. A trailing ``/`` means
+    a folder: it matches a component that has children, or a last component that is a folder. A negated
+    name (``!.env.example``) re-includes the last component only, as in gitignore.
+    """
+
+    def __init__(self, patterns: tuple[str, ...], fold: Callable[[str], str]) -> None:
+        names = [p for p in patterns if not p.startswith("!") and "/" not in p.rstrip("/")]
+        self._files = _one_regex([p for p in names if not p.endswith("/")], fold)
+        self._folders = _one_regex([p.rstrip("/") for p in names if p.endswith("/")], fold)
+        self._kept = {fold(p[1:]) for p in patterns if p.startswith("!")}
+        self._paths = [fold(p.rstrip("/")) for p in patterns if "/" in p.rstrip("/")]
+        self._by_regex = {p: re.compile(fnmatch.translate(fold(p.rstrip("/")))) for p in patterns if "!" not in p}
+
+    def match(self, rel: str, is_dir: Callable[[], bool]) -> str | None:
+        """The pattern that hides ``rel`` (relative, already folded), or None."""
+        parts = rel.split("/")
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            if self._files is not None and self._files.match(part) and not (i == last and part in self._kept):
+                return self._which(part)
+            if self._folders is not None and self._folders.match(part) and (i < last or is_dir()):
+                return self._which(part) + "/"
+        joined = f"/{rel}/"
+        return next((p for p in self._paths if f"/{p}/" in joined), None)
+
+    def _which(self, part: str) -> str:
+        return next((p.rstrip("/") for p, rx in self._by_regex.items() if rx.match(part)), part)
+
+
+def _one_regex(globs: list[str], fold: Callable[[str], str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(fnmatch.translate(fold(g)) for g in globs)) if globs else None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nexus_core.config import Profile
     from nexus_core.narrowing import Narrowing
 
 NO_ROOTS = (
@@ -57,7 +58,7 @@ class Session:
     cwd: Path | None = None
     launch_roots: tuple[Path, ...] = ()
     narrowing: Narrowing | None = None
-    profile: str | None = None
+    profile: Profile | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     client: str = ""
     client_roots: tuple[Path, ...] | None = None  # None: the client offers none (or has not answered)

@@ -34,6 +34,7 @@ from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.message import SessionMessage
 
 from nexus_core import runtime
+from nexus_core.config import NexusConfig
 from nexus_core.host import Host, core_version
 from nexus_core.narrowing import read_narrowing
 from nexus_core.sessions import Session, bound
@@ -143,8 +144,8 @@ class SharedServer:
             self.stop(f"stale: {reason}")
             return
         try:
-            session = _session_from(hello)
-        except Exception as exc:  # an unreadable ./nexus.toml: this client gets the reason
+            session = _session_from(hello, self.host.config)
+        except Exception as exc:  # an unreadable ./nexus.toml, an unknown profile: this client gets the reason
             await _send(stream, {"nexus": "refused", "reason": str(exc)})
             return
         await _send(stream, {"nexus": "welcome", "session": session.id, "pid": os.getpid()})
@@ -253,14 +254,14 @@ class SharedServer:
         self.files["info"].write_text(json.dumps(info))
 
 
-def _session_from(hello: dict) -> Session:
+def _session_from(hello: dict, config: NexusConfig) -> Session:
     narrowing = read_narrowing(Path(hello["narrowing"])) if hello.get("narrowing") else None
     return Session(
         transport="relay",
         cwd=Path(hello["cwd"]) if hello.get("cwd") else None,
         launch_roots=tuple(Path(r) for r in hello.get("roots") or ()),
         narrowing=narrowing,
-        profile=hello.get("profile"),
+        profile=config.profile(hello["profile"]) if hello.get("profile") else None,
     )
 
 

@@ -329,10 +329,11 @@ async def test_a_real_npm_server_is_proxied(tmp_path: Path) -> None:
     assert "Nexus" in memory_file.read_text()
 
 
-def test_sigterm_stops_the_servers_nexus_started(tmp_path: Path) -> None:
-    """A desktop client may end Nexus with SIGTERM: the upstream processes must not outlive it."""
+@pytest.mark.parametrize("mode", ["standalone", "shared"])
+def test_stopping_nexus_stops_the_servers_it_started(tmp_path: Path, mode: str) -> None:
+    """SIGTERM to a standalone server, or `nexus server stop` of the shared one: upstreams must not outlive it."""
     config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream())
-    command = nexus_command("serve", "--config", str(config))
+    command = nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else []))
     nexus_proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env()
     )
@@ -350,9 +351,18 @@ def test_sigterm_stops_the_servers_nexus_started(tmp_path: Path) -> None:
 
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     request(1, "initialize", hello)
+    deadline = time.monotonic() + 60
+    while not any(t["name"] == "up_counter" for t in request(9, "tools/list", {})["result"]["tools"]):
+        assert time.monotonic() < deadline, "the upstream never connected"
+        time.sleep(0.1)  # a busy machine may take longer than startup_wait to start the upstream
     counted = request(2, "tools/call", {"name": "up_counter", "arguments": {}})
     upstream_pid = int(counted["result"]["content"][0]["text"].split(" in ")[1])
-    nexus_proc.send_signal(signal.SIGTERM)
+    if mode == "standalone":
+        nexus_proc.send_signal(signal.SIGTERM)
+    else:
+        stop = subprocess.run(nexus_command("server", "stop", "--config", str(config)), env=server_env(), timeout=60)
+        assert stop.returncode == 0
+        nexus_proc.stdin.close()  # type: ignore[union-attr]
     assert nexus_proc.wait(timeout=20) is not None
     deadline = time.monotonic() + 10
     while _alive(upstream_pid) and time.monotonic() < deadline:

@@ -40,3 +40,34 @@ def test_a_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert ((tmp_path / "fresh.txt").stat().st_mode & 0o777) == 0o640
+
+
+def test_a_writer_killed_mid_write_leaves_old_or_new_and_its_temp_is_swept(tmp_path: Path) -> None:
+    """kill -9 during a large write: the file is whole (old or new), and the next write removes the leftover."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "big.txt"
+    path.write_text("old\n" * 10)
+    writer = (
+        "import sys; from pathlib import Path; from nexus_core import atomic_write\n"
+        "print('go', flush=True)\n"
+        "while True: atomic_write(Path(sys.argv[1]), 'new\\n' * 5_000_000)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(path)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"go\n"
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(".big.txt.*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    text = path.read_text()
+    assert text in ("old\n" * 10, "new\n" * 5_000_000)
+    leftovers = list(tmp_path.glob(".big.txt.*.tmp"))
+    assert leftovers, "the kill landed between writes; the test needs a temp file to sweep"
+    for tmp in leftovers:
+        os.utime(tmp, (time.time() - 3600, time.time() - 3600))
+    atomic_write(path, "after\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.txt"] and path.read_text() == "after\n"

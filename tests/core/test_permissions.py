@@ -31,7 +31,7 @@ def tree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def policy(tree: Path) -> PathPolicy:
-    return PathPolicy([tree], ["**/.env", "*.pem"])
+    return PathPolicy([tree], ["**/.env", "*.pem"], deny_secrets=False)  # deny_paths alone (the list: below)
 
 
 def test_relative_paths_resolve_against_the_first_root(policy: PathPolicy, tree: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.files.helpers import call, fail
@@ -15,8 +17,31 @@ async def test_read_file_numbers_lines_and_pages(files_client, repo):
         assert whole["content"].splitlines()[4] == '     5\t    print("Hello, world")'
         assert whole["total_lines"] == 7 and not whole["truncated"]
         part = await call(client, "read_file", path=str(repo / "src" / "app.py"), offset=2, limit=3)
-        assert [line.split("\t")[0].strip() for line in part["content"].splitlines()] == ["2", "3", "4"]
+        assert [line.split("\t")[0].strip() for line in part["content"].splitlines()] == ["3", "4", "5"]
+        assert (part["start_line"], part["end_line"]) == (3, 5)
         assert part["truncated"] and part["next_offset"] == 5 and "offset=5" in part["note"]
+
+
+async def test_read_file_offset_is_zero_indexed_and_next_offset_reads_every_line_once(files_client, repo):
+    (repo / "ten.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    async with files_client() as client:
+        first = await call(client, "read_file", path="ten.txt", offset=0, limit=1)
+        assert first["content"] == "     1\tline 1\n" and first["next_offset"] == 1
+        seen, offset = [], 0
+        while offset is not None:
+            page = await call(client, "read_file", path="ten.txt", offset=offset, limit=3)
+            seen += [line.split("\t")[1] for line in page["content"].splitlines()]
+            offset = page["next_offset"]
+        assert seen == [f"line {i}" for i in range(1, 11)]
+        assert (await call(client, "read_file", path="ten.txt", limit=0))["end_line"] == 10  # 0: no line limit
+        last = await call(client, "read_file", path="ten.txt", offset=9)
+        assert last["content"] == "    10\tline 10\n" and last["next_offset"] is None
+        past = await fail(client, "read_file", path="ten.txt", offset=10)
+        assert "offset 10 is past the end of 'ten.txt', which has 10 lines" in past
+        assert "offset" in await fail(client, "read_file", path="ten.txt", offset=-1)
+        (repo / "empty.txt").write_text("")
+        empty = (await client.call_tool("read_file", {"path": "empty.txt"})).structured_content
+        assert empty["total_lines"] == 0 and empty["content"] == "" and empty["next_offset"] is None
 
 
 async def test_read_file_byte_cap_says_where_to_continue(files_client, repo):
@@ -25,7 +50,10 @@ async def test_read_file_byte_cap_says_where_to_continue(files_client, repo):
         result = await call(client, "read_file", path="long.txt")
         assert len(result["content"].encode()) <= 1000
         assert result["truncated"] and result["end_line"] < 100
-        assert f"offset={result['end_line'] + 1}" in result["note"] and "1000 bytes" in result["note"]
+        assert result["next_offset"] == result["end_line"] and "1000 bytes" in result["note"]
+        assert f"offset={result['end_line']}" in result["note"]
+        more = await call(client, "read_file", path="long.txt", offset=result["next_offset"])
+        assert more["content"].startswith(f"{result['end_line'] + 1:>6}\tline {result['end_line']:05d} ")
 
 
 async def test_read_many_files_reports_each_file(files_client):
@@ -44,6 +72,17 @@ async def test_tail_shows_the_end(files_client, repo):
         result = await call(client, "tail", path="log.txt", lines=3)
         assert result["content"].splitlines() == ["    98\tentry 98", "    99\tentry 99", "   100\tentry 100"]
         assert result["start_line"] == 98 and result["total_lines"] == 100
+
+
+async def test_tail_cut_by_the_byte_cap_names_the_read_file_offset_of_what_it_left_out(files_client, repo):
+    (repo / "log.txt").write_text("".join(f"entry {i:03d} " + "x" * 90 + "\n" for i in range(1, 101)))
+    async with files_client(max_output_bytes=1000) as client:
+        result = await call(client, "tail", path="log.txt", lines=20)
+        assert result["truncated"] and result["end_line"] == 100 and result["start_line"] > 81
+        offset, limit = (int(v) for v in re.search(r"offset=(\d+) limit=(\d+)", result["note"]).groups())
+        assert offset == 80 and limit == result["start_line"] - 81
+        omitted = await call(client, "read_file", path="log.txt", offset=offset, limit=limit)
+        assert omitted["start_line"] == 81 and omitted["content"].startswith("    81\tentry 081 ")
 
 
 async def test_file_info_text_binary_folder_and_symlink(files_client, repo):

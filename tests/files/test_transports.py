@@ -79,3 +79,15 @@ async def test_prompts(files_client, repo):
         with pytest.raises(MCPError) as refused:
             await client.get_prompt("explain_file", {"path": ".env"})
         assert "API_KEY" not in str(refused.value)
+
+
+async def test_explain_file_cut_names_the_read_file_offset_of_the_rest(files_client, repo):
+    (repo / "long.txt").write_text("".join(f"line {i:03d} " + "y" * 50 + "\n" for i in range(100)))
+    async with files_client(max_output_bytes=1000) as client:
+        prompt = await client.get_prompt("explain_file", {"path": "long.txt"})
+        text = prompt.messages[0].content.text
+        offset = int(text.rsplit("read_file offset=", 1)[1].rstrip("]"))
+        shown = [line for line in text.splitlines() if line.startswith("line ") and len(line) == 59]
+        rest = await client.call_tool("read_file", {"path": "long.txt", "offset": offset, "limit": 1})
+    assert offset == len(shown) == 16  # 16 whole lines fit in 1000 bytes
+    assert rest.structured_content["content"] == f"    17\tline 016 {'y' * 50}\n"

@@ -24,9 +24,8 @@ async def fail(client: Client, tool: str, **args: Any) -> str:
 
 
 async def add(client: Client, id: str, name: str, category: str = "concepts", **extra: Any) -> dict[str, Any]:
-    return await call(
-        client, "add_entity", category=category, id=id, type=extra.pop("type", "concept"), name=name, **extra
-    )
+    kind, desc = extra.pop("type", "concept"), extra.pop("desc", "")
+    return await call(client, "add_entity", category=category, id=id, type=kind, name=name, desc=desc, **extra)
 
 
 def lines(path: Path) -> list[dict[str, Any]]:

@@ -29,9 +29,9 @@ async def test_entity_relations_and_entropy_resources(graph_host) -> None:
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
         assert {"knowledge://entities/{type}/{id}", "knowledge://relations/{year}/{month}"} <= templates
         entity = await read_json(client, "knowledge://entities/tech_stack/python")
-        assert entity["entity"]["name"] == "Python" and entity["incoming"][0]["src"] == "guido"
+        assert entity["name"] == "Python" and entity["incoming"][0]["src"] == "guido"
         by_type = await read_json(client, "knowledge://entities/language/python")  # its type works too
-        assert by_type["entity"]["id"] == "python"
+        assert by_type == entity
         now = datetime.now(UTC)
         month = await read_json(client, f"knowledge://relations/{now:%Y}/{now:%m}")
         assert month["file"] == f"relations/{now:%Y}/{now:%m}.jsonl" and month["count"] == 1

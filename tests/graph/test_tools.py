@@ -65,7 +65,7 @@ async def test_bad_ids_are_refused_and_nothing_is_written(
     graph_host, graph_dir: Path, bad_id: str, expected: str
 ) -> None:
     async with Client(graph_host().server) as client:
-        error = await fail(client, "add_entity", category="concepts", id=bad_id, type="concept", name="X")
+        error = await fail(client, "add_entity", category="concepts", id=bad_id, type="concept", name="X", desc="")
         assert expected in error
         bad_get = await fail(client, "get_entity", id=bad_id)
         assert "invalid" in bad_get or "empty" in bad_get
@@ -75,11 +75,13 @@ async def test_bad_ids_are_refused_and_nothing_is_written(
 async def test_other_bad_input_is_refused_with_the_reason(graph_host) -> None:
     async with Client(graph_host().server) as client:
         assert "unknown category 'nope'" in await fail(
-            client, "add_entity", category="nope", id="x", type="t", name="X"
+            client, "add_entity", category="nope", id="x", type="t", name="X", desc=""
         )
-        assert "name is empty" in await fail(client, "add_entity", category="concepts", id="x", type="t", name="  ")
+        assert "name is empty" in await fail(
+            client, "add_entity", category="concepts", id="x", type="t", name="  ", desc=""
+        )
         assert "tag" in await fail(
-            client, "add_entity", category="concepts", id="x", type="t", name="X", tags=["ok", " "]
+            client, "add_entity", category="concepts", id="x", type="t", name="X", desc="", tags=["ok", " "]
         )
 
 
@@ -270,7 +272,7 @@ async def test_write_tools_are_off_by_default_and_annotated(make_host, graph_dir
             "get_entropy_report",
         }
         assert all(t.annotations.read_only_hint for t in tools.values())
-        error = await fail(client, "add_entity", category="concepts", id="x", type="t", name="X")
+        error = await fail(client, "add_entity", category="concepts", id="x", type="t", name="X", desc="")
         assert "'write' category" in error
     granted = make_host(
         {"graph": nexus_graph}, {"plugins": {"graph": {"graph_dir": str(graph_dir), "categories": ["read", "write"]}}}

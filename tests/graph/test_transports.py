@@ -23,7 +23,8 @@ def config(tmp_path: Path) -> Path:
 async def test_over_stdio_the_graph_lives_in_the_data_dir(config: Path, tmp_path: Path) -> None:
     async with stdio_session("--config", str(config), cwd=tmp_path) as session:
         added = await session.call_tool(
-            "add_entity", {"category": "decisions", "id": "use-jsonl", "type": "decision", "name": "Use JSONL"}
+            "add_entity",
+            {"category": "decisions", "id": "use-jsonl", "type": "decision", "name": "Use JSONL", "desc": "d"},
         )
         assert not added.is_error, added.content
         found = await session.call_tool("search_knowledge", {"query": "jsonl use"})
@@ -36,13 +37,19 @@ async def test_over_stdio_the_graph_lives_in_the_data_dir(config: Path, tmp_path
 async def test_over_streamable_http(config: Path, tmp_path: Path, http_server) -> None:
     url = http_server("--config", str(config))
     async with http_client(url) as client:
-        await client.call_tool("add_entity", {"category": "concepts", "id": "a", "type": "t", "name": "Alpha"})
-        await client.call_tool("add_entity", {"category": "concepts", "id": "b", "type": "t", "name": "Beta"})
+        await client.call_tool(
+            "add_entity", {"category": "concepts", "id": "a", "type": "t", "name": "Alpha", "desc": ""}
+        )
+        await client.call_tool(
+            "add_entity", {"category": "concepts", "id": "b", "type": "t", "name": "Beta", "desc": ""}
+        )
         linked = await client.call_tool("connect_entities", {"src": "a", "rel": "precedes", "dst": "b"})
         assert linked.structured_content["added"] is True
         path = await client.call_tool("find_path", {"src": "b", "dst": "a"})
         assert path.structured_content["message"] == "b <-precedes- a"
         resource = await client.read_resource("knowledge://entities/concepts/a")
         assert '"precedes"' in resource.contents[0].text
-        refused = await client.call_tool("add_entity", {"category": "concepts", "id": "a", "type": "t", "name": "A"})
+        refused = await client.call_tool(
+            "add_entity", {"category": "concepts", "id": "a", "type": "t", "name": "A", "desc": ""}
+        )
         assert refused.is_error and "already exists" in refused.content[0].text

@@ -33,11 +33,15 @@ async def test_add_entities_writes_front_matter_and_refuses_existing_names(manua
             ],
         )
         before = (root / "work" / "alice.md").read_bytes()
-        again = await tools.err("add_entities", library_name="work", entities=[{"name": "alice"}, {"name": "carol"}])
+        again = await tools.err(
+            "add_entities",
+            library_name="work",
+            entities=[{"name": "alice", "entity_type": "person"}, {"name": "carol", "entity_type": "person"}],
+        )
         dangling = await tools.err(
             "add_entities",
             library_name="work",
-            entities=[{"name": "dan", "relations": [{"type": "x", "to": "nobody"}]}],
+            entities=[{"name": "dan", "entity_type": "person", "relations": [{"type": "x", "to": "nobody"}]}],
         )
     assert created["changed"] == ["alice", "bob"]
     text = (root / "work" / "alice.md").read_text()
@@ -55,7 +59,7 @@ async def test_add_entities_writes_front_matter_and_refuses_existing_names(manua
 @pytest.mark.parametrize("bad", ["../escape", "a/b", "a\\b", ".hidden", "x\x00y", "two..dots", "meta", "n.md", " pad"])
 async def test_unsafe_entity_names_are_refused(manual, root, bad: str) -> None:
     async with manual() as tools:
-        message = await tools.err("add_entities", library_name="work", entities=[{"name": bad}])
+        message = await tools.err("add_entities", library_name="work", entities=[{"name": bad, "entity_type": "note"}])
         read = await tools.err("read_entities", library_name="work", entity_names=[bad])
     assert "entity name" in message or "reserved" in message
     assert "entity name" in read or "reserved" in read
@@ -66,11 +70,19 @@ async def test_content_is_added_to_a_section_before_its_subsections(manual, root
     path = write(root / "work" / "plan.md", entity("plan", BODY, extra=FM_EXTRA))
     async with manual() as tools:
         await tools.ok(
-            "add_entity_content", library_name="work", entity_name="plan", content="- pay rent", in_section="## tasks"
+            "add_entity_content",
+            library_name="work",
+            entity_name="plan",
+            new_content="- pay rent",
+            in_section="## tasks",
         )
-        await tools.ok("add_entity_content", library_name="work", entity_name="plan", content="Appendix.")
+        await tools.ok("add_entity_content", library_name="work", entity_name="plan", new_content="Appendix.")
         await tools.ok(
-            "add_entity_content", library_name="work", entity_name="plan", content="- post letter", after="- buy milk"
+            "add_entity_content",
+            library_name="work",
+            entity_name="plan",
+            new_content="- post letter",
+            after="- buy milk",
         )
     text = path.read_text()
     assert "- buy milk\n- post letter\n- call Ann\n\n- pay rent\n\n### Later\n" in text
@@ -88,15 +100,21 @@ async def test_replace_and_delete_need_exactly_one_match_and_change_nothing_othe
         several = await tools.err(
             "replace_entity_content", library_name="work", entity_name="plan", old_content="A note.", new_content="x"
         )
-        absent = await tools.err("delete_entity_content", library_name="work", entity_name="plan", content="no such")
+        absent = await tools.err(
+            "delete_entity_content", library_name="work", entity_name="plan", content_to_delete="no such"
+        )
         outside = await tools.err(
-            "delete_entity_content", library_name="work", entity_name="plan", content="- paint", in_section="Notes"
+            "delete_entity_content",
+            library_name="work",
+            entity_name="plan",
+            content_to_delete="- paint",
+            in_section="Notes",
         )
         no_section = await tools.err(
-            "add_entity_content", library_name="work", entity_name="plan", content="x", in_section="Ghost"
+            "add_entity_content", library_name="work", entity_name="plan", new_content="x", in_section="Ghost"
         )
         after_twice = await tools.err(
-            "add_entity_content", library_name="work", entity_name="plan", content="x", after="A note."
+            "add_entity_content", library_name="work", entity_name="plan", new_content="x", after="A note."
         )
         assert path.read_bytes() == before
         await tools.ok(
@@ -107,7 +125,7 @@ async def test_replace_and_delete_need_exactly_one_match_and_change_nothing_othe
             new_content="- call Ann and Bo",
             in_section="Tasks",
         )
-        await tools.ok("delete_entity_content", library_name="work", entity_name="plan", content="- paint\n")
+        await tools.ok("delete_entity_content", library_name="work", entity_name="plan", content_to_delete="- paint\n")
     assert "matches 2 times" in several and "nothing changed" in several
     assert "matches 0 times" in absent and "matches 0 times" in outside
     assert "no section 'Ghost'" in no_section and "matches 2 times" in after_twice
@@ -160,7 +178,7 @@ async def test_delete_entities_is_all_or_nothing(manual, root) -> None:
 async def test_an_entity_without_front_matter_gets_date_modified_on_edit(manual, root) -> None:
     path = write(root / "work" / "plain.md", "# Plain\n\ntext\n")
     async with manual() as tools:
-        await tools.ok("add_entity_content", library_name="work", entity_name="plain", content="more")
+        await tools.ok("add_entity_content", library_name="work", entity_name="plain", new_content="more")
     text = path.read_text()
     assert text.startswith("---\ndate modified: '") and text.endswith("# Plain\n\ntext\n\nmore\n")
 

@@ -74,9 +74,9 @@ async def test_rename_rewrites_relations_and_wikilinks_across_100_files(manual, 
     work = root / "work"
     make_linked_library(work, "旧名")
     async with manual() as tools:
-        taken = await tools.err("rename_entity", library_name="work", old="旧名", new="n1")
+        taken = await tools.err("rename_entity", library_name="work", old_name="旧名", new_name="n1")
         assert (work / "旧名.md").exists() and "[[旧名]]" in (work / "n0.md").read_text()
-        result = await tools.ok("rename_entity", library_name="work", old="旧名", new="新名")
+        result = await tools.ok("rename_entity", library_name="work", old_name="旧名", new_name="新名")
         gone = await tools.err("read_entities", library_name="work", entity_names=["旧名"])
     assert "already exists" in taken
     assert len(result["files_updated"]) == 101  # 100 notes + the manual
@@ -139,7 +139,7 @@ async def test_rename_repairs_wikilinks_even_in_a_file_with_broken_front_matter(
     write(work / "broken.md", "---\nrelations: [unclosed\n  to: old\n---\nLink to [[old]].\n")
     async with manual() as tools:
         found = await tools.ok("find_relations", library_name="work")
-        result = await tools.ok("rename_entity", library_name="work", old="old", new="new")
+        result = await tools.ok("rename_entity", library_name="work", old_name="old", new_name="new")
     assert found["relations"] == []  # the broken file is skipped, not fatal
     assert result["files_updated"] == ["broken"]
     text = (work / "broken.md").read_text()

@@ -69,7 +69,7 @@ async def test_a_section_left_empty_loses_its_heading(manual, root) -> None:
             new_content="",
         )
         read = await tools.ok("read_manual", library_name="work")
-    assert path.read_text() == "# Manual\n\nHow this library is kept.\n\n"
+    assert path.read_text() == "# Manual\n\nHow this library is kept.\n"
     assert [t["heading"] for t in read["toc"]] == ["Manual"]
 
 

@@ -40,7 +40,7 @@ async def test_an_entity_symlinked_out_of_its_library_is_refused(manual, root) -
     async with manual() as tools:
         listed = await tools.ok("list_entities", library_name="work")
         read = await tools.err("read_entities", library_name="work", entity_names=["diary"])
-        edit = await tools.err("add_entity_content", library_name="work", entity_name="diary", content="x")
+        edit = await tools.err("add_entity_content", library_name="work", entity_name="diary", new_content="x")
     assert listed["entities"] == []
     assert "outside the library folder" in read and "outside the library folder" in edit
     assert "x" not in (root / "personal" / "diary.md").read_text().split("---\n")[2]
@@ -48,10 +48,18 @@ async def test_an_entity_symlinked_out_of_its_library_is_refused(manual, root) -
 
 async def test_two_libraries_are_isolated(manual, root) -> None:
     async with manual() as tools:
-        await tools.ok("add_entities", library_name="work", entities=[{"name": "shared", "content": "work side"}])
-        await tools.ok("add_entities", library_name="personal", entities=[{"name": "shared", "content": "home side"}])
+        await tools.ok(
+            "add_entities",
+            library_name="work",
+            entities=[{"name": "shared", "entity_type": "note", "content": "work side"}],
+        )
+        await tools.ok(
+            "add_entities",
+            library_name="personal",
+            entities=[{"name": "shared", "entity_type": "note", "content": "home side"}],
+        )
         await tools.ok("add_manual_section", library_name="work", toc="Rules", new_content="work rules")
-        await tools.ok("rename_entity", library_name="work", old="shared", new="office")
+        await tools.ok("rename_entity", library_name="work", old_name="shared", new_name="office")
         work = await tools.ok("list_entities", library_name="work")
         home = await tools.ok("read_entities", library_name="personal", entity_names=["shared"])
         manual_home = await tools.ok("read_manual", library_name="personal")
@@ -96,7 +104,7 @@ async def test_writes_keep_the_file_mode(manual, root) -> None:
     path = write(root / "work" / "m.md", entity("m", "body\n"))
     path.chmod(0o600)
     async with manual() as tools:
-        await tools.ok("add_entity_content", library_name="work", entity_name="m", content="more")
+        await tools.ok("add_entity_content", library_name="work", entity_name="m", new_content="more")
     assert (path.stat().st_mode & 0o777) == 0o600
 
 
@@ -121,7 +129,9 @@ async def test_over_real_stdio(tmp_path, root) -> None:
         result = await session.call_tool(
             "read_entities_sections", {"library_name": "work", "entity_names": ["日記"], "section_globs": ["明日"]}
         )
-        denied = await session.call_tool("add_entities", {"library_name": "work", "entities": [{"name": "x"}]})
+        denied = await session.call_tool(
+            "add_entities", {"library_name": "work", "entities": [{"name": "x", "entity_type": "note"}]}
+        )
     assert "read_entities_sections" in tools and "add_entities" not in tools  # write is off by default
     assert result.structured_content["entities"][0]["sections"][0]["content"] == "# 明日\n\n雨。\n"
     assert denied.is_error and not (root / "work" / "x.md").exists()

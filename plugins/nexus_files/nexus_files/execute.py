@@ -149,4 +149,13 @@ def register(register, ctx: PluginContext) -> None:
         return result(f"python ({len(code.splitlines())} lines)", folder, out, limit, None)
 
     register(tool(run_command), category="execute", title="Run a shell command", destructive=True, open_world=True)
+    # The NEXUS skills design names this skill bash_safe: the same tool, under the same checks.
+    register(
+        tool(run_command),
+        name="bash_safe",
+        category="execute",
+        title="Run a shell command (bash_safe)",
+        destructive=True,
+        open_world=True,
+    )
     register(tool(run_python), category="python", title="Run a Python script", destructive=True, open_world=True)

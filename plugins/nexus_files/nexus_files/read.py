@@ -25,11 +25,13 @@ DirArg = Annotated[str, Field(description="A folder inside the roots; relative p
 class FileContent(ToolOutput):
     path: str
     content: str = Field(description="The lines, each prefixed with its 1-based number and a tab.")
-    start_line: int
-    end_line: int = Field(description="Last line shown (0 when none).")
+    start_line: int = Field(description="First line shown, 1-based (offset + 1).")
+    end_line: int = Field(description="Last line shown, 1-based (0 when none).")
     total_lines: int
     truncated: bool = Field(description="True when more lines follow or the byte cap cut the output.")
-    next_offset: int | None = Field(description="The offset to pass to read the next part, when truncated.")
+    next_offset: int | None = Field(
+        description="The offset (0-indexed: lines to skip) that reads on from here, when more follows."
+    )
     note: str | None = None
 
     def render(self) -> str:
@@ -174,35 +176,41 @@ def register(register, ctx: PluginContext) -> None:
 
     def read_file(
         path: PathArg,
-        offset: Annotated[int, Field(ge=1, description="First line to read, 1-based.")] = 1,
-        limit: Annotated[int, Field(ge=1, le=100_000, description="Most lines to return.")] = 2000,
+        offset: Annotated[int, Field(ge=0, description="Lines to skip: 0 starts at line 1 (0-indexed).")] = 0,
+        limit: Annotated[
+            int, Field(ge=0, le=100_000, description="Most lines to return; 0 means no line limit.")
+        ] = 2000,
     ) -> FileContent:
-        """Read a text file as numbered lines, from line `offset`, at most `limit` lines.
+        """Read a text file as numbered lines (numbered from 1), skipping `offset` lines, at most `limit` lines.
 
-        Output above max_output_bytes is cut with a note saying which offset reads on.
+        When more follows, `next_offset` (and the note) gives the offset that reads on.
+        Output above max_output_bytes is cut the same way.
         """
         text, shown = read_text(policy, path, config.max_file_size)
         lines = text.splitlines()
         total = len(lines)
-        if offset > max(total, 1):
-            raise ToolError(f"offset {offset} is past the end of '{shown}', which has {total} lines")
-        window = lines[offset - 1 : offset - 1 + limit]
-        text, shown_count, cut = number_lines(window, offset, config.max_output_bytes)
-        end = offset + shown_count - 1
+        if offset and offset >= total:
+            raise ToolError(
+                f"offset {offset} is past the end of '{shown}', which has {total} lines "
+                f"(offset counts the lines to skip: 0 to {max(total - 1, 0)})"
+            )
+        window = lines[offset : offset + limit] if limit else lines[offset:]
+        text, shown_count, cut = number_lines(window, offset + 1, config.max_output_bytes)
+        end = offset + shown_count  # the last line shown, 1-based; also the offset that reads on
         more = end < total
         note = None
         if cut:
-            note = f"output cut at {config.max_output_bytes} bytes after line {end}; read on with offset={end + 1}"
+            note = f"output cut at {config.max_output_bytes} bytes after line {end}; read on with offset={end}"
         elif more:
-            note = f"showing lines {offset}-{end} of {total}; read on with offset={end + 1}"
+            note = f"showing lines {offset + 1}-{end} of {total}; read on with offset={end}"
         return FileContent(
             path=shown,
             content=text,
-            start_line=offset,
+            start_line=offset + 1,
             end_line=end,
             total_lines=total,
             truncated=more or cut,
-            next_offset=end + 1 if more else None,
+            next_offset=end if more else None,
             note=note,
         )
 
@@ -244,9 +252,18 @@ def register(register, ctx: PluginContext) -> None:
                 break
             keep += 1
         cut = keep < len(window)
+        skipped = total - len(window)  # lines before the window: the read_file offset of its first line
         window = window[len(window) - keep :] if keep else window[-1:]
         first = total - len(window) + 1
         text, _, _ = number_lines(window, first, config.max_output_bytes)
+        note = None
+        if cut and first - 1 > skipped:
+            note = (
+                f"output cut at {config.max_output_bytes} bytes; lines {skipped + 1}-{first - 1} omitted: "
+                f"read them with read_file offset={skipped} limit={first - 1 - skipped}"
+            )
+        elif cut:
+            note = f"output cut at {config.max_output_bytes} bytes inside line {first}"
         return FileContent(
             path=shown,
             content=text,
@@ -255,7 +272,7 @@ def register(register, ctx: PluginContext) -> None:
             total_lines=total,
             truncated=cut,
             next_offset=None,
-            note=f"output cut at {config.max_output_bytes} bytes; earlier lines omitted" if cut else None,
+            note=note,
         )
 
     def file_info(path: PathArg) -> FileInfo:

@@ -83,7 +83,10 @@ def register_prompts(register, ctx: PluginContext) -> None:
         if looks_binary(data[:SNIFF_BYTES]):
             raise ValueError(f"'{path}' is a binary file")
         text = data[: config.max_output_bytes].decode("utf-8", errors="ignore")
-        cut = "\n[file cut; read the rest with read_file]" if len(data) > config.max_output_bytes else ""
+        cut = ""
+        if len(data) > config.max_output_bytes:
+            whole = text.count("\n")  # lines shown whole: the read_file offset (0-indexed) of the rest
+            cut = f"\n[file cut; read the rest with read_file offset={whole}]"
         return (
             f"Explain the file {policy.display(real)}: its purpose, main parts and how they fit together, "
             "its inputs and outputs, and anything surprising or risky. Refer to line numbers.\n\n"

@@ -3,7 +3,7 @@
 The hooks are here; the work is in ``graph`` (the index and appends),
 ``storage`` (files and locks), ``search``, ``analysis`` (walks and the
 entropy report), ``interchange`` (Mermaid, JSON, memory-server import),
-``tools`` and ``resources``.
+``tools``, ``resources`` and ``prompts``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,13 @@ def nexus_register_resources(register, ctx: PluginContext) -> None:
     from nexus_graph.resources import register_resources
 
     register_resources(register, ctx)
+
+
+@hookimpl
+def nexus_register_prompts(register, ctx: PluginContext) -> None:
+    from nexus_graph.prompts import register_prompts
+
+    register_prompts(register, ctx)
 
 
 @hookimpl

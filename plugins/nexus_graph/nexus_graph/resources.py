@@ -30,7 +30,9 @@ def register_resources(register, ctx: PluginContext) -> None:
     config: GraphConfig = ctx.config
 
     def entity(type: str, id: str) -> str:
-        """One entity with its relations both ways. {type} is its category (its type field is accepted too)."""
+        """The full JSON content of one entity, with its relations both ways (outgoing, incoming).
+
+        {type} is its category or its type field."""
         if not CATEGORY_RE.match(type):
             raise ResourceError(f"malformed URI: {type!r} is not a category (e.g. 'concepts', 'tech_stack')")
         if not ID_RE.match(id):
@@ -39,7 +41,8 @@ def register_resources(register, ctx: PluginContext) -> None:
             found = index.entities.get(id)
             if found is None or type not in (found.category, found.type):
                 raise ResourceNotFoundError(f"no entity '{id}' in '{type}'")
-            return detail(index, id).model_dump_json(indent=1)
+            data = detail(index, id).model_dump()
+        return _dumps({**data["entity"], "outgoing": data["outgoing"], "incoming": data["incoming"]})
 
     def relations(year: str, month: str) -> str:
         """The relations made in one month (the file relations/YYYY/MM.jsonl), in order."""

@@ -1,6 +1,8 @@
-"""The tools: thin functions that validate, call the store or the analysis, and shape the answer."""
+"""The tools: thin functions that validate, call the store or the analysis, and shape the answer.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: add_entity's category schema lists the configured
+categories, so its annotation is built at registration and must be evaluated where it is written.
+"""
 
 from typing import Annotated, Literal
 
@@ -166,13 +168,27 @@ def entropy_report(store: GraphStore, stale_days: int) -> EntropyReport:
 def register_tools(register, ctx: PluginContext) -> None:
     config: GraphConfig = ctx.config
 
+    category_arg = Annotated[
+        str,
+        Field(
+            description="The category folder: one of the configured categories.",
+            json_schema_extra={"enum": list(config.categories_all)},  # checked in the body, with a clear error
+        ),
+    ]
+
     def add_entity(
-        category: Annotated[str, Field(description="One of the configured categories, e.g. 'concepts', 'tech_stack'.")],
-        id: EntityId,
-        type: Annotated[str, Field(description="What kind of thing it is, e.g. 'library', 'person', 'pattern'.")],
+        category: category_arg,
+        id: Annotated[
+            str,
+            Field(
+                description="Unique slug id (kebab-case): lowercase letters, digits, hyphens; e.g. 'python-asyncio'.",
+                json_schema_extra={"pattern": "^[a-z0-9-]+$"},  # ID_RE, as the design writes it
+            ),
+        ],
+        type: Annotated[str, Field(description="What kind of thing it is, e.g. 'concept', 'framework', 'person'.")],
         name: Annotated[str, Field(description="Its display name, e.g. 'Python asyncio'.")],
-        desc: Annotated[str, Field(description="One or two sentences about it.")] = "",
-        tags: Annotated[list[str] | None, Field(description="Keywords for search.")] = None,
+        desc: Annotated[str, Field(description="A short description: one or two sentences.")],
+        tags: Annotated[list[str] | None, Field(description="Tags for classification and search.")] = None,
     ) -> AddEntityResult:
         """Add an entity to the knowledge graph. Append-only: an existing id is refused, never overwritten."""
         store = store_for(ctx)

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from nexus_core import Category, PermissionDenied, PluginConfig, PluginContext, ToolError, ToolRegistrar, hookimpl
+from nexus_core import (
+    Category,
+    PermissionDenied,
+    PluginConfig,
+    PluginContext,
+    PromptRegistrar,
+    ResourceRegistrar,
+    ToolError,
+    ToolRegistrar,
+    hookimpl,
+)
 
 __version__ = "0.1.0"
 
@@ -62,6 +72,20 @@ def nexus_register_tools(register: ToolRegistrar, ctx: PluginContext) -> None:
     from nexus_manual.tools import register_tools
 
     register_tools(register, ctx, _libraries(ctx))
+
+
+@hookimpl
+def nexus_register_resources(register: ResourceRegistrar, ctx: PluginContext) -> None:
+    from nexus_manual.resources import register_resources
+
+    register_resources(register, ctx, _libraries(ctx))
+
+
+@hookimpl
+def nexus_register_prompts(register: PromptRegistrar, ctx: PluginContext) -> None:
+    from nexus_manual.resources import register_prompts
+
+    register_prompts(register, ctx, _libraries(ctx))
 
 
 @hookimpl

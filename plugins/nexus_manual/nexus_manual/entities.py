@@ -31,7 +31,17 @@ from nexus_manual.names import (
     normalize_heading,
 )
 from nexus_manual.relations import dedupe_relations, redirect_library, relation_list
-from nexus_manual.sections import Heading, append_block, find_section, insert_after, matching_sections, replace_exact
+from nexus_manual.sections import (
+    Heading,
+    Splice,
+    append_block,
+    edit,
+    find_section,
+    insert_after,
+    matching_sections,
+    replace_exact,
+)
+from nexus_manual.skeleton import recommended, skeleton
 
 _MANAGED = {"aliases", "relations", frontmatter.DATE_CREATED, frontmatter.DATE_MODIFIED}
 
@@ -100,7 +110,8 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
     if dupes:
         raise ToolError(f"the same name is given twice: {', '.join(dupes)}")
     with lib.lock:
-        existing = set(lib.names())
+        listed = lib.names()
+        existing = set(listed)
         taken = [n for n in names if n in existing or lib.entity_path(n).exists()]
         if taken:
             raise ToolError(f"already exists: {', '.join(taken)}; edit it instead, or pick another name")
@@ -108,7 +119,8 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
         dangling = [f"{e.name} -> {r.to}" for e in entities for r in e.relations if r.to not in known]
         if dangling:
             raise ToolError(f"relations to entities that do not exist: {', '.join(dangling)}; create them first")
-        stamp = frontmatter.now()
+        plans = _skeletons(lib, listed, [e.entity_type for e in entities if not e.content.strip()])
+        stamp, notes = frontmatter.now(), []
         for e in entities:
             data: dict[str, Any] = {
                 "entity_type": e.entity_type,
@@ -117,9 +129,20 @@ def add_entities(lib: Library, entities: list[NewEntity]) -> Changed:
                 frontmatter.DATE_CREATED: stamp,
                 frontmatter.DATE_MODIFIED: stamp,
             }
-            body = e.content.strip("\n") + "\n" if e.content.strip() else ""
+            if e.content.strip():
+                body = e.content.strip("\n") + "\n"
+            else:
+                sections, learned = plans[e.entity_type.strip().casefold()]
+                body = skeleton(e.name, sections)
+                source = f"sections other '{e.entity_type}' entities use" if learned else "a default outline"
+                notes.append(f"'{e.name}' starts with {source}: {', '.join(sections)}")
             lib.write(lib.entity_path(e.name, write=True), frontmatter.render(data, body))
-    return Changed(library=lib.name, changed=names, message=f"created {len(names)} entities")
+    return Changed(library=lib.name, changed=names, message="; ".join([f"created {len(names)} entities", *notes]))
+
+
+def _skeletons(lib: Library, names: list[str], types: list[str]) -> dict[str, tuple[list[str], bool]]:
+    """Per entity type (casefolded): the sections a new entity without content starts with, and if learned."""
+    return {t.strip().casefold(): recommended(lib, names, t) for t in dict.fromkeys(types)}
 
 
 def delete_entities(lib: Library, names: list[str]) -> Changed:
@@ -152,20 +175,21 @@ def _region(doc: Doc, in_section: str | None) -> tuple[int, int, str]:
     return h.body_start, h.end, f"section '{h.text}' of entity '{doc.name}'"
 
 
-def _save(lib: Library, doc: Doc, text: str, message: str) -> Changed:
+def _save(lib: Library, doc: Doc, splice: Splice, message: str) -> Changed:
+    text = edit(doc.text, doc.headings, doc.parts.body_start, splice)
     lib.write(lib.entity_path(doc.name, write=True), frontmatter.touch(text))
     return Changed(library=lib.name, changed=[doc.name], message=message)
 
 
 def add_content(lib: Library, name: str, content: str, in_section: str | None, after: str | None) -> Changed:
     if not content.strip():
-        raise ToolError("content is empty")
+        raise ToolError("new_content is empty")
     with lib.lock:
         doc = lib.read(name)
         if after:
             start, end, where = _region(doc, in_section)
-            text = insert_after(doc.text, after, content, start, end, where)
-            return _save(lib, doc, text, f"inserted after the given text in {where}")
+            splice = insert_after(doc.text, after, content, start, end, where)
+            return _save(lib, doc, splice, f"inserted after the given text in {where}")
         if in_section and in_section.strip():
             _region(doc, in_section)  # refuses 'frontmatter'
             h = find_section(doc.headings, in_section, f"entity '{name}'")
@@ -202,9 +226,10 @@ def replace_section(lib: Library, name: str, old_heading: str, new_heading: str,
         h = find_section(doc.headings, old_heading, f"entity '{name}'")
         line = heading_line(new_heading, h.level) if new_heading.strip() else doc.text[h.start : h.body_start]
         block = line + ("\n" + new_body.strip("\n") + "\n" if new_body.strip() else "")
-        rest = doc.text[h.end :]
-        text = doc.text[: h.start] + block + ("\n" if rest else "") + rest.lstrip("\n")
-        return _save(lib, doc, text, f"replaced section '{h.text}' (subsections included)")
+        more = "\n" if h.end < len(doc.text) else ""  # a blank line before the next heading
+        return _save(
+            lib, doc, Splice(h.start, h.end, block + more), f"replaced section '{h.text}' (subsections included)"
+        )
 
 
 # -- renaming and merging ------------------------------------------------------------
@@ -225,7 +250,7 @@ def rename(lib: Library, old: str, new: str) -> RenameResult:
         changed = redirect_library(lib, {old: new}, skip={old})
         lib.remove(old_path)
         lib.log_journey({"action": "rename", "from": old, "to": new, "files_updated": len(changed)})
-    return RenameResult(library=lib.name, old=old, new=new, files_updated=[n for n in changed if n != new])
+    return RenameResult(library=lib.name, old_name=old, new_name=new, files_updated=[n for n in changed if n != new])
 
 
 def _aliases(data: dict[str, Any]) -> list[Any]:

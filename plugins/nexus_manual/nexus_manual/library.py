@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write
+from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write, locked
 from nexus_manual import frontmatter
 from nexus_manual.names import MANUAL_NAME, check_entity_name
 from nexus_manual.sections import Heading, outline
@@ -71,7 +71,8 @@ class Library:
         self.name = name
         self.folder = Path(folder).expanduser()
         self.paths = paths
-        self.lock = threading.RLock()  # one writer at a time: edits are read-modify-write
+        # One writer at a time, across threads and server processes: edits are read-modify-write.
+        self.lock = locked(self.folder.absolute())
         self._outlines: OrderedDict[Path, Outline] = OrderedDict()
         self._outlines_lock = threading.Lock()
 
@@ -144,6 +145,11 @@ class Library:
 
     def read(self, name: str) -> Doc:
         return self.load(name, self.require([name])[0])
+
+    def read_text(self, name: str, path: Path) -> str:
+        """A file's whole text, without parsing its outline (for serving it as it is)."""
+        with self._open(name, path) as f:
+            return self._decode(name, f.read())
 
     def load(self, name: str, path: Path) -> Doc:
         """Read a file and its outline; the outline is cached per file identity (inode, mtime, size)."""

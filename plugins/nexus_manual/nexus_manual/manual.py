@@ -14,7 +14,7 @@ from nexus_manual.entities import heading_line
 from nexus_manual.library import Doc, Library
 from nexus_manual.models import Changed, ManualText, TocItem
 from nexus_manual.names import FRONTMATTER, MANUAL_NAME
-from nexus_manual.sections import Heading, append_block, find_section, replace_exact, sections_named
+from nexus_manual.sections import Heading, Splice, append_block, edit, find_section, replace_exact, sections_named
 
 
 def _doc(lib: Library, *, write: bool = False) -> tuple[Path, Doc | None]:
@@ -37,17 +37,17 @@ def read_manual(lib: Library) -> ManualText:
     return ManualText(library=lib.name, exists=True, content=doc.text, toc=toc)
 
 
-def _save(lib: Library, path: Path, text: str, message: str) -> Changed:
+def _save(lib: Library, path: Path, doc: Doc | None, splice: Splice, message: str) -> Changed:
+    text = edit(doc.text, doc.headings, doc.parts.body_start, splice) if doc else splice.apply("")
     lib.write(path, frontmatter.touch(text, add_if_missing=False))
     return Changed(library=lib.name, changed=[MANUAL_NAME], message=message)
 
 
-def _drop_if_empty(text: str, h: Heading, delta: int) -> tuple[str, bool]:
-    """Remove the section's heading when its body (subsections included) is now only whitespace."""
-    end = h.end + delta
-    if text[h.body_start : end].strip():
-        return text, False
-    return text[: h.start] + text[end:], True
+def _within(doc: Doc, h: Heading, splice: Splice) -> tuple[Splice, bool]:
+    """``splice`` (an edit inside section ``h``), or the removal of the whole section when it leaves the
+    section's body (subsections included) only whitespace."""
+    body = doc.text[h.body_start : splice.start] + splice.new + doc.text[splice.end : h.end]
+    return (Splice(h.start, h.end, ""), True) if not body.strip() else (splice, False)
 
 
 def update_section(lib: Library, toc: str, old: str, new: str) -> Changed:
@@ -55,10 +55,10 @@ def update_section(lib: Library, toc: str, old: str, new: str) -> Changed:
         path, doc = _doc(lib, write=True)
         doc = _require(lib, path, doc)
         h = find_section(doc.headings, toc, "the manual")
-        text = replace_exact(doc.text, old, new, h.body_start, h.end, f"section '{h.text}' of the manual")
-        text, dropped = _drop_if_empty(text, h, len(text) - len(doc.text))
+        splice = replace_exact(doc.text, old, new, h.body_start, h.end, f"section '{h.text}' of the manual")
+        splice, dropped = _within(doc, h, splice)
         return _save(
-            lib, path, text, f"section '{h.text}' " + ("is now empty and was removed" if dropped else "updated")
+            lib, path, doc, splice, f"section '{h.text}' " + ("is now empty and was removed" if dropped else "updated")
         )
 
 
@@ -71,9 +71,9 @@ def add_section(lib: Library, toc: str, new: str) -> Changed:
         headings = doc.headings if doc else []
         if not sections_named(headings, toc):
             block = heading_line(toc, 2) + "\n" + new.strip("\n")
-            return _save(lib, path, append_block(text, len(text), block), f"created section '{toc.strip()}'")
+            return _save(lib, path, doc, append_block(text, len(text), block), f"created section '{toc.strip()}'")
         h = find_section(headings, toc, "the manual")  # refuses an ambiguous heading rather than guess
-        return _save(lib, path, append_block(text, h.own_end, new), f"appended to section '{h.text}'")
+        return _save(lib, path, doc, append_block(text, h.own_end, new), f"appended to section '{h.text}'")
 
 
 def delete_section(lib: Library, toc: str, deleting: str) -> Changed:
@@ -81,11 +81,12 @@ def delete_section(lib: Library, toc: str, deleting: str) -> Changed:
         path, doc = _doc(lib, write=True)
         doc = _require(lib, path, doc)
         h = find_section(doc.headings, toc, "the manual")
-        text = replace_exact(doc.text, deleting, "", h.body_start, h.end, f"section '{h.text}' of the manual")
-        text, dropped = _drop_if_empty(text, h, len(text) - len(doc.text))
+        splice = replace_exact(doc.text, deleting, "", h.body_start, h.end, f"section '{h.text}' of the manual")
+        splice, dropped = _within(doc, h, splice)
         return _save(
             lib,
             path,
-            text,
+            doc,
+            splice,
             f"deleted text from section '{h.text}'" + ("; it was empty, so it was removed" if dropped else ""),
         )

@@ -24,10 +24,14 @@ class Edge(BaseModel):
 
 class NewEntity(BaseModel):
     name: str = Field(min_length=1, description="The entity's name, which is also its file name without '.md'.")
-    entity_type: str = Field("", description="What it is, e.g. 'person', 'project', 'concept'.")
+    entity_type: str = Field(min_length=1, description="What it is, e.g. 'person', 'project', 'decision'.")
     aliases: list[str] = Field(default_factory=list, description="Other names it goes by.")
     relations: list[Relation] = Field(default_factory=list, description="Relations to existing entities.")
-    content: str = Field("", description="The Markdown body (headings and text).")
+    content: str = Field(
+        "",
+        description="The Markdown body. Left empty, the entity starts with a skeleton: the sections other entities "
+        "of its type use, most common first (a small default outline when there are none).",
+    )
 
 
 class EntityList(BaseModel):
@@ -87,8 +91,8 @@ class Changed(BaseModel):
 
 class RenameResult(BaseModel):
     library: str
-    old: str
-    new: str
+    old_name: str
+    new_name: str
     files_updated: list[str] = Field(description="Other files whose relations or wikilinks now point to the new name.")
 
 

@@ -122,12 +122,24 @@ def locate_once(text: str, needle: str, start: int, end: int, where: str) -> int
     )
 
 
-def replace_exact(text: str, old: str, new: str, start: int, end: int, where: str) -> str:
+@dataclass(frozen=True)
+class Splice:
+    """An edit of a text: ``text[start:end]`` becomes ``new``."""
+
+    start: int
+    end: int
+    new: str
+
+    def apply(self, text: str) -> str:
+        return text[: self.start] + self.new + text[self.end :]
+
+
+def replace_exact(text: str, old: str, new: str, start: int, end: int, where: str) -> Splice:
     pos = locate_once(text, old, start, end, where)
-    return text[:pos] + new + text[pos + len(old) :]
+    return Splice(pos, pos + len(old), new)
 
 
-def insert_after(text: str, context: str, content: str, start: int, end: int, where: str) -> str:
+def insert_after(text: str, context: str, content: str, start: int, end: int, where: str) -> Splice:
     """Insert ``content`` right after the one occurrence of ``context``.
 
     When the context ends a line, the content goes on the next line(s) instead
@@ -136,16 +148,61 @@ def insert_after(text: str, context: str, content: str, start: int, end: int, wh
     pos = locate_once(text, context, start, end, where) + len(context)
     if (pos == len(text) or text[pos] == "\n") and not context.endswith("\n") and not content.startswith("\n"):
         content = "\n" + content.rstrip("\n")
-    return text[:pos] + content + text[pos:]
+    return Splice(pos, pos, content)
 
 
-def append_block(text: str, pos: int, content: str) -> str:
+def append_block(text: str, pos: int, content: str) -> Splice:
     """Insert ``content`` as its own Markdown block at ``pos``: a blank line before it and, when more follows, after."""
     block = content.strip("\n")
     if not block:
         raise ToolError("the content to add is empty")
-    before, after = text[:pos], text[pos:]
-    stripped = before.rstrip("\n")
-    lead = "" if not stripped else "\n\n"
-    tail = "\n\n" if after.strip() else "\n"
-    return stripped + lead + block + tail + after.lstrip("\n")
+    start = len(text[:pos].rstrip("\n"))
+    end = pos + len(text[pos:]) - len(text[pos:].lstrip("\n"))
+    lead = "\n\n" if start else ""
+    tail = "\n\n" if text[end:].strip() else "\n"
+    return Splice(start, end, lead + block + tail)
+
+
+# -- blank lines ----------------------------------------------------------------------
+
+_BLANK_RUN = re.compile(r"\n(?:[ \t]*\n){2,}")  # two or more blank lines
+_TRAILING_BLANKS = re.compile(r"(?:\n[ \t]*)+\Z")
+_VERBATIM = {"fence", "code_block", "html_block"}  # blocks whose blank lines are content
+
+
+def edit(text: str, headings: list[Heading], body_start: int, splice: Splice) -> str:
+    """``text`` with ``splice`` applied, the blank lines around it normalised.
+
+    The span normalised runs from the heading before the edit to the heading after
+    it (in the text before the edit): blank lines there are collapsed to one, and
+    at the end of the file to none, so repeated edits never pile them up. The rest
+    of the file is left exactly as it was.
+    """
+    lo = max((h.start for h in headings if h.start < splice.start), default=body_start)
+    hi = min((h.start for h in headings if h.start > splice.end), default=len(text))
+    out = splice.apply(text)
+    hi += len(out) - len(text)
+    return out[:lo] + tidy_blank_lines(out[lo:hi], at_end=hi == len(out)) + out[hi:]
+
+
+def tidy_blank_lines(block: str, *, at_end: bool) -> str:
+    """``block`` (whole lines, from a heading or the body's start) with runs of blank lines collapsed to one.
+
+    Blank lines inside code fences, indented code and HTML blocks are content and kept.
+    At the end of the file, trailing blank lines are dropped and one newline ends it.
+    """
+    if at_end:
+        block = _TRAILING_BLANKS.sub("", block)
+        block = block + "\n" if block else ""
+    runs = list(_BLANK_RUN.finditer(block))
+    if not runs:
+        return block
+    verbatim = [range(*tok.map) for tok in _parser().parse(block) if tok.type in _VERBATIM and tok.map]
+    out, pos = [], 0
+    for run in runs:
+        first_blank = block.count("\n", 0, run.start()) + 1  # the line index of the run's first blank line
+        if any(first_blank in lines for lines in verbatim):
+            continue
+        out += [block[pos : run.start()], "\n\n"]
+        pos = run.end()
+    return "".join(out) + block[pos:]

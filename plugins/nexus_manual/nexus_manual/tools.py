@@ -98,8 +98,9 @@ def _register_editing(register: ToolRegistrar, libs: Libraries) -> None:
     def add_entity_content(
         library_name: LibraryName,
         entity_name: EntityName,
-        content: Annotated[str, Field(min_length=1, description="Markdown to add.")],
+        *,  # keyword-only, so the schema keeps the design's order with a default before a required parameter
         in_section: InSection = None,
+        new_content: Annotated[str, Field(min_length=1, description="Markdown to add.")],
         after: Annotated[
             str | None,
             Field(description="Insert right after this exact text (must occur exactly once). Default: at the end."),
@@ -107,16 +108,18 @@ def _register_editing(register: ToolRegistrar, libs: Libraries) -> None:
     ) -> Changed:
         """Add Markdown to an entity: at the end of a section (before its subsections), at the end of the file, or
         right after an exact piece of text."""
-        return ent.add_content(libs.get(library_name), entity_name, content, in_section, after)
+        return ent.add_content(libs.get(library_name), entity_name, new_content, in_section, after)
 
     def delete_entity_content(
         library_name: LibraryName,
         entity_name: EntityName,
-        content: Annotated[str, Field(min_length=1, description="The exact text to delete (must occur exactly once).")],
+        content_to_delete: Annotated[
+            str, Field(min_length=1, description="The exact text to delete (must occur exactly once).")
+        ],
         in_section: InSection = None,
     ) -> Changed:
         """Delete an exact piece of text from an entity. Zero or several matches fail and change nothing."""
-        return ent.delete_content(libs.get(library_name), entity_name, content, in_section)
+        return ent.delete_content(libs.get(library_name), entity_name, content_to_delete, in_section)
 
     def replace_entity_content(
         library_name: LibraryName,
@@ -134,21 +137,22 @@ def _register_editing(register: ToolRegistrar, libs: Libraries) -> None:
         old_heading: Annotated[
             str, Field(min_length=1, description="The section to replace ('#' marks and case ignored).")
         ],
-        new_body_content: Annotated[str, Field(description="The section's new body (Markdown under the heading).")],
+        *,  # the design's order, as above
         new_heading: Annotated[
             str, Field(description="The new heading text ('## Title' sets the level). Empty keeps the old heading.")
         ] = "",
+        new_body_content: Annotated[str, Field(description="The section's new body (Markdown under the heading).")],
     ) -> Changed:
         """Replace a whole section (its subsections included) with a new heading and body."""
         return ent.replace_section(libs.get(library_name), entity_name, old_heading, new_heading, new_body_content)
 
     def rename_entity(
         library_name: LibraryName,
-        old: Annotated[str, Field(min_length=1, description="The entity's current name.")],
-        new: Annotated[str, Field(min_length=1, description="Its new name; must not exist yet.")],
+        old_name: Annotated[str, Field(min_length=1, description="The entity's current name.")],
+        new_name: Annotated[str, Field(min_length=1, description="Its new name; must not exist yet.")],
     ) -> RenameResult:
         """Rename an entity and rewrite every relation and [[wikilink]] pointing to it across the library."""
-        return ent.rename(libs.get(library_name), old, new)
+        return ent.rename(libs.get(library_name), old_name, new_name)
 
     def merge_entities(
         library_name: LibraryName,

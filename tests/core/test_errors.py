@@ -1,0 +1,44 @@
+"""Clear errors: bad arguments named in one line, and requests before the handshake told so."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from tests.conftest import nexus_command, server_env, write_config
+from tests.core.fakes import Calculator
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_bad_arguments_say_which_and_why_in_one_line(make_host) -> None:
+    host = make_host({"calc": Calculator()})
+    async with Client(host.server) as client:
+        result = await client.call_tool("add", {"a": "seven", "b": -1})
+        text = result.content[0].text  # type: ignore[union-attr]
+        missing = (await client.call_tool("add", {"b": 1})).content[0].text  # type: ignore[union-attr]
+    assert result.is_error
+    assert text == "invalid arguments for add: a must be an integer, got 'seven'; b must be at least 0, got -1"
+    assert missing == "invalid arguments for add: a is required"
+    assert "\n" not in text and "pydantic" not in text
+
+
+@pytest.mark.parametrize("mode", ["relay", "standalone"])
+def test_a_request_before_initialize_is_told_so(tmp_path: Path, mode: str) -> None:
+    config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "no/such"}]
+    proc = subprocess.run(
+        nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else [])),
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        timeout=120,
+        env=server_env(),
+        cwd=tmp_path,
+    )
+    replies = {r["id"]: r for r in map(json.loads, proc.stdout.decode().splitlines())}
+    assert "arrived before initialize: send initialize" in replies[1]["error"]["message"]
+    assert replies[2]["error"]["code"] == -32601
