@@ -48,6 +48,7 @@ def flipping(repo: Path, outside: Path) -> Iterator[Path]:
     (repo / "flip").mkdir()
     (repo / "flip" / "data.txt").write_text("inside\n" * 3)
     (outside / "data.txt").write_text(f"{CANARY}\n" * 3)
+    (outside / f"{CANARY}.txt").write_text("a name that must not be listed\n")
     proc = subprocess.Popen([sys.executable, "-c", FLIPPER, str(repo), str(outside)])
     try:
         yield repo / "flip"
@@ -64,7 +65,7 @@ def returned_text(result) -> str:
 
 
 async def test_a_folder_flipping_to_a_symlink_leaks_nothing_over_5000_reads(files_client, flipping, outside, repo):
-    """Every read tool, the resource and the prompt, 5,000 calls in all, while the folder flips."""
+    """Every read and list tool, the resource and the prompt, 5,000 calls in all, while the folder flips."""
     calls = [
         ("read_file", {"path": "flip/data.txt"}),
         ("tail", {"path": "flip/data.txt", "lines": 2}),
@@ -74,6 +75,11 @@ async def test_a_folder_flipping_to_a_symlink_leaks_nothing_over_5000_reads(file
         ("edit_file", {"path": "flip/data.txt", "edits": [{"old_text": "x", "new_text": "y"}], "dry_run": True}),
         ("copy_file", {"source": "flip/data.txt", "destination": "copied.txt", "overwrite": True}),
         ("grep", {"pattern": "[A-Z]", "path": "flip/data.txt"}),
+        ("grep", {"pattern": "[A-Z]", "path": "flip"}),
+        ("list_directory", {"path": "flip"}),
+        ("directory_tree", {"path": "flip"}),
+        ("glob", {"pattern": "*.txt", "path": "flip"}),
+        ("concat_files", {"paths": ["flip"]}),
     ]
     leaks: list[str] = []
     served = 0
@@ -110,7 +116,7 @@ async def test_a_folder_flipping_to_a_symlink_leaks_nothing_over_5000_reads(file
                     tg.start_soon(one, i)
     assert leaks == [], f"{len(leaks)} of {READS} calls returned the file outside the roots: {leaks[:3]}"
     assert served > READS // 10  # the race did not just refuse everything
-    assert sorted(p.name for p in outside.iterdir()) == ["data.txt", "secret.txt"]
+    assert sorted(p.name for p in outside.iterdir()) == [f"{CANARY}.txt", "data.txt", "secret.txt"]
 
 
 async def test_writes_through_a_flipping_folder_never_land_outside(files_client, flipping, outside):
@@ -126,7 +132,7 @@ async def test_writes_through_a_flipping_folder_never_land_outside(files_client,
                         ("delete_file", {"path": f"flip/w{i - 4}.txt"}),
                     ][i % 5]
                     tg.start_soon(client.call_tool, tool, args)
-    assert sorted(p.name for p in outside.iterdir()) == ["data.txt", "secret.txt"]
+    assert sorted(p.name for p in outside.iterdir()) == [f"{CANARY}.txt", "data.txt", "secret.txt"]
     assert (outside / "data.txt").read_text() == f"{CANARY}\n" * 3
 
 
