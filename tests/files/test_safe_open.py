@@ -115,7 +115,7 @@ async def test_a_folder_flipping_to_a_symlink_leaks_nothing_over_5000_reads(file
                 for i in range(start, min(start + PARALLEL, READS)):
                     tg.start_soon(one, i)
     assert leaks == [], f"{len(leaks)} of {READS} calls returned the file outside the roots: {leaks[:3]}"
-    assert served > READS // 10  # the race did not just refuse everything
+    assert served > READS // 50  # the race did not just refuse everything (about 1 in 10 lands on the folder)
     assert sorted(p.name for p in outside.iterdir()) == [f"{CANARY}.txt", "data.txt", "secret.txt"]
 
 
