@@ -2,18 +2,20 @@
 
 The rule is *fail closed*: the line is split by a small lexer that knows
 exactly the shell syntax it accepts (words, single and double quotes,
-backslash escapes, and the operators ``|``, ``||``, ``&&``, ``;``, ``&``,
-``>``, ``>>``, ``<``, ``N>``, ``N>&M``), and anything else is refused with the
-reason: expansions (``$``, backticks), subshells and grouping (``(``,
-``{``), newlines, here-documents, comments, variable assignments, shell
-keywords and builtins that change the shell. Then every command word (after
-each operator, and behind wrappers such as ``nice``) must pass
-denied_commands and allowed_commands, every redirect target must be a plain
-path inside the roots, and every argument that looks like a path (globs
-included, by a superset of what the shell would match) must pass the path
-policy. It is a best effort for arguments: a program may still open paths
-it is not given (``grep -r``), which is why denied_commands lists
-interpreters and command runners.
+backslash escapes, and the operators ``|``, ``||``, ``&&``, ``;``, ``>``,
+``>>``, ``<``, ``N>``, ``N>&M``), and anything else is refused with the
+reason: background jobs (``&``), expansions (``$``, backticks), subshells and
+grouping (``(``, ``{``), newlines, here-documents, comments, variable
+assignments, shell keywords and builtins that change the shell. Then every
+command word (after each operator, and behind wrappers such as ``nice``)
+must pass denied_commands and allowed_commands, every redirect target must
+be a plain path inside the roots, and every argument is read as the
+command's spec says (``argspecs``): unknown options and options that run
+programs, follow symlinks or read lists of names are refused, every file
+read or written passes the path policy, every file a glob could match too,
+and a folder a program walks on its own may hold nothing hidden. A command
+without a spec runs only when trusted (``trusted_commands``), with a
+best-effort path check of its arguments.
 """
 
 from __future__ import annotations
