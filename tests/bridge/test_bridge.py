@@ -29,6 +29,8 @@ NPM_DIR = Path(__file__).with_name("npm")
 ONLY_BRIDGE = '[server]\ndata_dir = "data"\n' + "".join(
     f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "hello")
 )
+# A busy machine may take seconds to start a Python upstream: the first tools/list waits for it that long.
+ONLY_BRIDGE += "[plugins.bridge]\nstartup_wait = 30\n"
 
 
 def stdio_upstream(name: str = "up", **keys: Any) -> str:
@@ -106,7 +108,11 @@ def upstream_http() -> Iterator[Callable[..., str]]:
     yield start
     for proc in procs:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 async def test_a_stdio_upstream_is_proxied_with_its_schemas_annotations_and_errors(tmp_path: Path) -> None:
@@ -140,7 +146,7 @@ async def test_a_denied_upstream_tool_is_neither_listed_nor_callable(tmp_path: P
 
 
 async def test_categories_mount_an_upstream_read_only(tmp_path: Path) -> None:
-    text = ONLY_BRIDGE + '[plugins.bridge]\ncategories = ["read"]\n' + stdio_upstream()
+    text = ONLY_BRIDGE.replace("startup_wait = 30", 'startup_wait = 30\ncategories = ["read"]') + stdio_upstream()
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
         await client.wait_for_tool("up_echo")
         names = await client.tool_names()
@@ -273,7 +279,7 @@ async def test_an_upstream_that_is_down_does_not_delay_the_server_and_appears_wh
 
 async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None:
     slow = server_table("slow", type="stdio", command=sys.executable, args=["-c", "import time; time.sleep(60)"])
-    text = ONLY_BRIDGE + "[plugins.bridge]\nstartup_wait = 1\n" + slow + stdio_upstream()
+    text = ONLY_BRIDGE.replace("startup_wait = 30", "startup_wait = 1") + slow + stdio_upstream()
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:  # initialized; 'slow' never answers
         await client.wait_for_tool("up_echo")
         assert not [name for name in await client.tool_names() if name.startswith("slow_")]

@@ -79,7 +79,7 @@ async def test_argument_validation_and_tool_errors_are_readable_results(make_hos
         failed = await client.call_tool("fail", {"message": "the disk is full"})
         unknown = await client.call_tool("nope", {})
         still_serving = await client.call_tool("add", {"a": 1, "b": 1})
-    assert invalid.is_error and "greater than or equal to 0" in invalid.content[0].text
+    assert invalid.is_error and invalid.content[0].text == "invalid arguments for add: b must be at least 0, got -5"
     assert failed.is_error and "the disk is full" in failed.content[0].text
     assert unknown.is_error and "Unknown tool: nope" in unknown.content[0].text
     assert still_serving.structured_content == {"total": 2}
