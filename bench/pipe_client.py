@@ -1,12 +1,15 @@
 """A raw JSON-RPC client for MCP servers over pipes, shared by the benchmarks.
 
 Line-delimited JSON straight over the child's stdin/stdout keeps the client's
-own cost out of the figures (no SDK on this side).
+own cost out of the figures (no SDK on this side). Replies are read from the
+pipe in chunks of up to 1 MiB: a reader that takes a few bytes at a time adds
+milliseconds to a large reply and hides the server's own cost.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 
@@ -27,6 +30,9 @@ INITIALIZE = {
 }
 
 
+CHUNK = 1 << 20
+
+
 class Server:
     """One server process spoken to line by line."""
 
@@ -35,6 +41,22 @@ class Server:
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
         self.next_id = 1
+        self._buffer = bytearray()
+
+    def read_message(self) -> dict:
+        """The next JSON-RPC message from the server (one line), read in large chunks."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        scanned = 0
+        while (end := self._buffer.find(b"\n", scanned)) < 0:
+            scanned = len(self._buffer)
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                raise EOFError(f"the server exited (code {self.proc.poll()}) before answering")
+            self._buffer += chunk
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return json.loads(line)
 
     def send(self, message: dict) -> None:
         assert self.proc.stdin is not None
@@ -44,16 +66,15 @@ class Server:
     def request(self, method: str, params: dict | None = None) -> dict:
         self.next_id += 1
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
-        assert self.proc.stdout is not None
         while True:  # skips notifications, e.g. tools/list_changed when the upstream connects
-            reply = json.loads(self.proc.stdout.readline())
+            reply = self.read_message()
             if reply.get("id") == self.next_id:
                 return reply
 
     def handshake(self) -> None:
         self.send(INITIALIZE)
-        assert self.proc.stdout is not None
-        json.loads(self.proc.stdout.readline())
+        while "id" not in self.read_message():  # a server may log or notify before it answers
+            pass
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def wait_for_tool(self, name: str, timeout: float = 60.0) -> int:

@@ -32,6 +32,7 @@ _EXPORTS = {
     "make_undumpable": "nexus_core.hardening",
     "lock_path": "nexus_core.locks",
     "Category": "nexus_core.permissions",
+    "ToolContext": "nexus_core.tool_files",
     "PathPolicy": "nexus_core.permissions",
     "PluginConfig": "nexus_core.registry",
     "PluginContext": "nexus_core.registry",
@@ -41,6 +42,8 @@ _EXPORTS = {
     "OpenedFile": "nexus_core.safe_open",
     "Raced": "nexus_core.safe_open",
 }
+
+__version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
 
 __all__ = [
     "Category",
@@ -58,6 +61,7 @@ __all__ = [
     "PromptRegistrar",
     "Raced",
     "ResourceRegistrar",
+    "ToolContext",
     "ToolError",
     "ToolRegistrar",
     "atomic_write",
@@ -90,3 +94,4 @@ if TYPE_CHECKING:
     from nexus_core.permissions import Category, PathPolicy
     from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
     from nexus_core.safe_open import OpenedFile, Raced
+    from nexus_core.tool_files import ToolContext

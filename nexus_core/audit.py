@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("nexus.audit")
+_encode = json.JSONEncoder(default=str, ensure_ascii=False).encode  # built once: json.dumps with options is not
 
 
 class AuditLog:
@@ -53,7 +54,7 @@ class AuditLog:
             entry["error"] = error
         if self.include_arguments and arguments is not None:
             entry["arguments"] = arguments
-        line = json.dumps(entry, default=str, ensure_ascii=False)
+        line = _encode(entry)
         log.debug("audit %s", line)
         if self.path is not None:
             self._append(line + "\n")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import shutil
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
@@ -17,12 +16,13 @@ import anyio
 import click
 import importlib_metadata
 
-from nexus_core import clients
+from nexus_core import __version__
 from nexus_core.atomic import atomic_write
 from nexus_core.config import CONFIG_NAME, NexusConfig, find_config, parse_config, read_config, user_config_path
 from nexus_core.errors import NexusError
 from nexus_core.host import Host, build_host
 from nexus_core.narrowing import read_narrowing
+from nexus_core.plugins import ENTRY_POINT_GROUP
 from nexus_core.sample_config import sample_config
 from nexus_core.sessions import process_session
 from nexus_core.transports import serve_http, serve_stdio, stdout_to_stderr
@@ -30,6 +30,7 @@ from nexus_core.transports import serve_http, serve_stdio, stdout_to_stderr
 log = logging.getLogger("nexus")
 
 CLI_ENTRY_POINT_GROUP = "nexus.cli"
+DISTRIBUTION = "nexus-stack-core"
 
 
 def main() -> None:
@@ -133,8 +134,29 @@ class PluginCommands(click.Group):
         return loaded
 
 
+def print_versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the host, then each installed plugin (entry point) with its distribution and version."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"{DISTRIBUTION} {__version__}")
+    rows = []
+    for ep in sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        rows.append((f"  {ep.name}", *((ep.dist.name, ep.dist.version) if ep.dist else (ep.value, "-"))))
+    if rows:
+        click.echo("plugins:")
+        _table(rows)
+    ctx.exit()
+
+
 @click.group(cls=PluginCommands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="nexus-core", prog_name="nexus")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=print_versions,
+    help="Show the version of the host and of every installed plugin.",
+)
 def cli() -> None:
     """Nexus: one MCP server, composed from installed plugins."""
 
@@ -148,7 +170,7 @@ def cli() -> None:
 @click.option(
     "--libraries",
     metavar="NAME:PATH,...",
-    help="Markdown libraries for nexus-manual, e.g. 'work:~/notes/work,personal:~/notes/me'.",
+    help="Markdown libraries for the manual plugin, e.g. 'work:~/notes/work,personal:~/notes/me'.",
 )
 @click.option(
     "--root",
@@ -208,7 +230,7 @@ def serve(
 
 
 def _with_libraries(config: NexusConfig, libraries: str | None) -> NexusConfig:
-    """``--libraries work:/a,me:/b``: nexus-manual's libraries (each folder is its own root)."""
+    """``--libraries work:/a,me:/b``: the manual plugin's libraries (each folder is its own root)."""
     pairs = [part.strip() for part in (libraries or "").split(",") if part.strip()]
     if not pairs:
         return config
@@ -426,39 +448,18 @@ def config_check(config_path: str | None, overrides: tuple[str, ...], verbose: b
     sys.exit(1 if failed else 0)
 
 
-@cli.command()
-@click.argument("client", type=click.Choice(["claude", "cursor", "vscode"]))
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file the client passes.")
-@click.option("--name", "server_name", default="nexus", show_default=True, help="The entry's name.")
-@click.option("--file", "file", type=click.Path(dir_okay=False), help="The client's config file (default: its own).")
-@click.option("--print", "print_only", is_flag=True, help="Only print the entry; write nothing.")
-def install(client: str, config_path: str | None, server_name: str, file: str | None, print_only: bool) -> None:
-    """Add Nexus to a desktop client's MCP servers (other entries are kept; the diff is shown)."""
-    try:
-        target = clients.target(client, Path(file) if file else None)
-        command = shutil.which("nexus") or str(Path(sys.argv[0]).resolve())
-        args = ["serve", *(["--config", str(Path(config_path).resolve())] if config_path else [])]
-        entry = clients.launch_entry(target, str(Path(command).resolve()), args)
-        if print_only:
-            click.echo(json.dumps({target.key: {server_name: entry}}, indent=2))
-            return
-        before, after = clients.plan(target, server_name, entry)
-        if before == after:
-            click.echo(f"{target.path} already has this entry; nothing to do")
-            return
-        click.echo(clients.diff(target.path, before, after), nl=False)
-        target.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target.path, after)
-        click.echo(f"updated {target.path}; restart {target.name} to load Nexus")
-    except (NexusError, OSError) as exc:
-        _fail(str(exc))
-
-
 def _add_commands() -> None:
+    from nexus_core.console.command import console
+    from nexus_core.doctor import doctor
+    from nexus_core.install_cli import install, uninstall
     from nexus_core.server_cli import server, trust
 
     cli.add_command(server)
     cli.add_command(trust)
+    cli.add_command(console)
+    cli.add_command(doctor)
+    cli.add_command(install)
+    cli.add_command(uninstall)
 
 
 _add_commands()

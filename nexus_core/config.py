@@ -73,6 +73,10 @@ class ServerConfig(Strict):
     deny_paths: list[str] = Field(default_factory=list)
     deny_secrets: bool = Field(True, description="Hide the built-in list of secret files (nexus_core/sensitive.py).")
     plugin_dirs: list[Path] = Field(default_factory=list)
+    tool_dirs: list[Path] = Field(
+        default_factory=lambda: [user_config_path().parent / "tools"],
+        description="Folders of tool files, loaded at start and watched (docs/tool_files.md).",
+    )
     idle_timeout: float = Field(600, gt=0, description="Seconds the shared server waits without a client, then exits.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     http: HttpConfig = Field(default_factory=HttpConfig)
@@ -184,12 +188,13 @@ class NexusConfig(Strict):
         return [*self.server.deny_paths, *self.table(plugin).deny_paths]
 
     def protected_paths(self) -> list[Path]:
-        """What no tool may write: the config files Nexus reads, its plugin folders, its data.
+        """What no tool may write: the config files Nexus reads, its plugin and tool folders, its data.
 
         A model allowed to write these could grant itself permissions or load code at the next start.
         """
         files = [user_config_path().parent, self.resolve_path(self.server.data_dir)]
-        return [*files, *([self.path] if self.path else []), *map(self.resolve_path, self.server.plugin_dirs)]
+        folders = [*self.server.plugin_dirs, *self.server.tool_dirs]
+        return [*files, *([self.path] if self.path else []), *map(self.resolve_path, folders)]
 
     def data_dir_for(self, plugin: str) -> Path:
         own = self.table(plugin).data_dir

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+    from nexus_core.console.pages import PageRegistrar
     from nexus_core.permissions import Category
     from nexus_core.registry import PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
 
@@ -138,4 +139,26 @@ def nexus_status(ctx: PluginContext) -> Awaitable[list[str]] | list[str] | None:
 
     :param ctx: the plugin's context.
     :returns: one line per thing worth knowing; nothing when all is plain.
+    """
+
+
+# ---------------------------------------------------------------------------
+# The console: the local web page of `nexus console`
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def nexus_console_pages(register: PageRegistrar, ctx: PluginContext) -> None:
+    """Add the plugin's pages to the console (``nexus console``).
+
+    Call ``register(id, title=..., script=Path, data=..., views=...)`` once per
+    page. ``script`` is a JavaScript file shipped in the plugin's package; it
+    calls ``Nexus.page(...)`` and reaches the plugin only through its MCP tools
+    (``nx.call(tool, args)``), which run through the gate as the "console"
+    client: the plugin's grants apply and every call is audited. ``views``
+    maps a tool to one of the page's views: clients that support MCP Apps
+    render that tool's result with it, inline.
+
+    :param register: the registrar bound to this plugin.
+    :param ctx: the plugin's context.
     """

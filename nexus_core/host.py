@@ -24,7 +24,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import importlib_metadata
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.server.lowlevel import NotificationOptions
@@ -36,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
+from nexus_core import __version__
 from nexus_core.atomic import sweep
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
@@ -54,6 +54,7 @@ from nexus_core.registry import (
     ToolRegistrar,
     ToolSpec,
 )
+from nexus_core.schemas import compact
 from nexus_core.sessions import current, like_process
 
 log = logging.getLogger("nexus")
@@ -61,13 +62,6 @@ log = logging.getLogger("nexus")
 DEFAULT_CATEGORY = Category(
     name="default", description="Every tool of a plugin that declares no categories.", default=True
 )
-
-
-def core_version() -> str:
-    try:
-        return importlib_metadata.version("nexus-core")
-    except importlib_metadata.PackageNotFoundError:
-        return "0"
 
 
 @dataclass
@@ -265,6 +259,9 @@ class Host:
                 self._plugin_failed(state, f"{type(exc).__name__}: {exc}")
         collected = {name: regs for name, regs in collected.items() if self.plugins[name].error is None}
         self._register(collected)
+        from nexus_core.console.apps import install  # the console's views, for clients that render MCP Apps
+
+        install(self)
         return self
 
     def active(self) -> list[PluginState]:
@@ -367,7 +364,7 @@ class Host:
         server = NexusServer(
             self,
             name=self.config.server.name,
-            version=core_version(),
+            version=__version__,
             instructions="Nexus: tools, resources and prompts from installed plugins, under per-plugin permissions.",
             log_level=self.config.server.log_level,
             lifespan=lambda _server: self.running(),
@@ -617,14 +614,18 @@ def _entry(spec: ToolSpec, name: str, grants: Grants) -> ToolEntry:
 
 
 def _sdk_tool(name: str, spec: ToolSpec) -> Tool:
-    return Tool.from_function(
+    tool = Tool.from_function(
         spec.fn,
         name=name,
         title=spec.title,
-        description=spec.description,
+        description=inspect.cleandoc(spec.description or spec.fn.__doc__ or ""),  # no docstring indentation
         annotations=ToolAnnotations(title=spec.title, **spec.hints),
         meta={"nexus/plugin": spec.plugin, "nexus/category": spec.category},
     )
+    tool.parameters = compact(tool.parameters)  # every client reads these before the user says a word
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = compact(tool.fn_metadata.output_schema, output=True)
+    return tool
 
 
 def _first(results: list[Any]) -> Any:

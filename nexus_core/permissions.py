@@ -160,7 +160,7 @@ class PathPolicy(SafeOpening):
                     f"permission denied: '{raw}' resolves through a symlink to '{real}', outside the allowed roots"
                 )
             raise PermissionDenied(f"permission denied: '{raw}' is outside the allowed roots ({_text(roots)})")
-        for candidate in (lexical, real):
+        for candidate in (lexical, real) if lexical != real else (real,):
             if reason := self.denied(candidate):
                 raise PermissionDenied(f"permission denied: '{raw}' {reason}")
         if write:
@@ -196,6 +196,21 @@ class PathPolicy(SafeOpening):
         """Whether an already-real path (say, found by walking a root) is visible."""
         real = Path(path)
         return self.root_of(real) is not None and self.denied(real) is None
+
+    def visible(self, path: str, is_dir: bool) -> bool:
+        """``allows`` for a walk that already knows what each path is: no stat, no ``Path`` (thousands a second)."""
+        view = self._view()
+        if any(path == s or path.startswith(s + "/") for s in view.system):
+            return False
+        root = view.root_text(path)
+        if root is None:
+            return False
+        if path == root:
+            return True
+        rel = _fold(path[len(root) :].lstrip("/"))
+        if view.spec is not None and view.spec.match_file(rel + "/" if is_dir else rel):
+            return False
+        return not (view.secrets and _SECRETS.match(rel, lambda: is_dir))
 
     def denied(self, path: Path) -> str | None:
         """Why a path is hidden (a deny pattern it matches, a system folder), or None when it is not."""

@@ -1,4 +1,4 @@
-"""Finding plugins: installed entry points, dotted modules and local folders of ``.py`` files.
+"""Finding plugins: the built-in tool folder, installed entry points, dotted modules and folders of ``.py`` files.
 
 A plugin that fails to import is recorded with its reason and the rest load;
 the host decides whether that is fatal (``required = true`` in its table).
@@ -62,7 +62,7 @@ def get_plugin_manager() -> NexusPluginManager:
 
 def discover(pm: NexusPluginManager, config: NexusConfig) -> list[PluginRecord]:
     """Register every plugin the environment and the config name. Returns one record each."""
-    records: list[PluginRecord] = []
+    records = [_load(pm, config, "tools", "built-in (the tool folder)", _tool_folder(config))]
     for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist
         source = f"entry point {ep.value}" + (f" ({dist.name})" if dist else "")
@@ -97,6 +97,15 @@ def _load(
         return record
     record.version = record.version or str(getattr(module, "__version__", ""))
     return record
+
+
+def _tool_folder(config: NexusConfig) -> Any:
+    def load() -> Any:
+        from nexus_core.tool_folder import ToolFolderPlugin
+
+        return ToolFolderPlugin([config.resolve_path(folder) for folder in config.server.tool_dirs])
+
+    return load
 
 
 def _importer(dotted: str) -> Any:

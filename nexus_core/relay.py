@@ -1,17 +1,22 @@
-"""The relay: what a desktop client launches as ``nexus serve``, a thin pipe to the user's shared server.
+"""The relay: what a desktop client launches as ``nexus serve``, a thin link to the user's shared server.
 
 Every client (Claude Desktop, Cursor, a terminal agent) launches its own
 ``nexus serve``. The relay finds the shared server for its config (one per
 config file and Python install, see ``runtime``), starts it when none runs
 (a lock makes two relays starting at once end up on one server), introduces
 itself (launch folder, ``--root`` folders, profile, an untrusted
-``./nexus.toml`` to narrow with), then passes JSON-RPC lines through unchanged
-in both directions. It imports only the standard library, so it answers at once.
+``./nexus.toml`` to narrow with), then hands the server its own stdin and
+stdout (``SCM_RIGHTS`` over the Unix socket): the server reads the client's
+requests and writes its answers directly, so the relay adds nothing to a call.
+It imports only the standard library, so it answers at once.
 
-If the server dies, the relay answers the requests in flight with an error
-that says so, starts a new server, replays the client's ``initialize`` (its
-answer is swallowed: the client already has one) and goes on: the client's
-session survives.
+It stays on the line to keep watch: the server keeps the ids of the requests
+in flight in a file the relay handed over (it reads it only if the server
+dies), and tells it the client's handshake. If the server dies, the relay
+answers the requests in flight with an error that says so; when the client
+next sends something, it starts a new server and hands over the handshake to
+replay (its answer is swallowed: the client already has one) with what the
+client sent: the client's session goes on.
 """
 
 from __future__ import annotations
@@ -21,22 +26,19 @@ import contextlib
 import fcntl
 import json
 import os
-import re
+import select
 import socket
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from nexus_core import locate, runtime
 
-DRAIN_TIMEOUT = 60.0  # seconds the relay still waits for answers once the client has closed its input
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
-REPLAY_ID = "nexus-relay-replay"
 IN_FLIGHT_ERROR = -32603
-_RESPONSE = re.compile(rb'^\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
 
 
 class RelayError(Exception):
@@ -109,44 +111,48 @@ def main(argv: list[str]) -> int:
         print(
             "nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", file=sys.stderr
         )
-    relay = Relay(runtime.server_key(choice.path, shape), shape, hello, verbose=args.verbose)
+    relay = Relay(runtime.server_key(choice.path, shape), shape, hello)
     try:
         relay.connect()
     except RelayError as exc:
         print(f"nexus: {exc}", file=sys.stderr)
         return exc.code
-    relay.run(sys.stdin.buffer, sys.stdout.buffer)
-    return 0
+    return relay.run()
 
 
 class Relay:
-    """One client's pipe to the shared server, reconnecting (and restarting it) when it goes away."""
+    """One client's link to the shared server: it hands over the client's pipes and keeps watch."""
 
-    def __init__(self, key: str, shape: list[str], hello: dict[str, Any], *, verbose: bool = False) -> None:
+    def __init__(self, key: str, shape: list[str], hello: dict[str, Any], *, stdin: int = 0, stdout: int = 1) -> None:
         self.files = runtime.server_files(key)
-        self.key, self.shape, self.hello, self.verbose = key, shape, hello, verbose
+        self.key, self.shape, self.hello = key, shape, hello
+        self.stdin, self.stdout = stdin, stdout
         self.sock: socket.socket | None = None
-        self.lock = threading.Lock()  # guards sock, backlog and pending
-        self.pending: dict[bytes, None] = {}  # ids (as JSON) of the client's requests awaiting an answer
-        self.backlog: list[tuple[bytes, bytes | None]] = []  # client lines (and request ids) held while reconnecting
-        self.initialize: dict[str, Any] | None = None  # the client's initialize request, to replay
-        self.initialized: bytes | None = None
-        self.closing = False  # the client closed its side: the server closing ours is expected
-        self.wanted = threading.Event()  # set when a client line waits for a server
+        self.in_flight = _scratch_file()  # the server writes the ids of the requests it is handling here
+        self.replay: list[str] = []  # the client's initialize and initialized lines, as the server saw them
 
     # -- reaching the server --------------------------------------------------------
 
-    def connect(self) -> None:
-        """Connect to the shared server, starting it when none listens, and say hello."""
-        self.sock = self._connected()
+    def connect(self, pending_input: bytes = b"") -> None:
+        """Connect to the shared server (starting it when none listens), say hello, hand over the pipes."""
+        hello = dict(self.hello, replay=self.replay, pending_input=pending_input.decode("latin-1"))
+        sock = self._connected(hello)
+        os.ftruncate(self.in_flight, 0)
+        socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
+        self.sock = sock
 
-    def _connected(self) -> socket.socket:
+    def start_only(self) -> None:
+        """Start the shared server if none listens (``nexus server start``)."""
+        sock = self._dial() or self._start()
+        sock.close()
+
+    def _connected(self, hello: dict[str, Any]) -> socket.socket:
         """A greeted connection; a server that is dying (its socket still accepting) or stale is waited out."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             sock = self._dial() or self._start()
             try:
-                welcome = self._greet(sock)
+                welcome = _greet(sock, hello)
             except OSError:  # reset: it died between accepting and answering
                 welcome = {"nexus": "restart"}
             if welcome.get("nexus") == "welcome":
@@ -159,11 +165,6 @@ class Relay:
             self._wait_gone()  # a stale server (an upgrade, an edited config) exits: then start a new one
             time.sleep(0.05)
 
-    def start_only(self) -> None:
-        """Start the shared server if none listens (``nexus server start``)."""
-        sock = self._dial() or self._start()
-        sock.close()
-
     def _dial(self) -> socket.socket | None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -172,14 +173,6 @@ class Relay:
         except OSError:
             sock.close()
             return None
-
-    def _greet(self, sock: socket.socket) -> dict[str, Any]:
-        sock.sendall(json.dumps(self.hello).encode() + b"\n")
-        line = _read_line(sock)
-        try:
-            return json.loads(line) if line else {"nexus": "restart"}
-        except ValueError:
-            return {"nexus": "refused", "reason": line[:200].decode(errors="replace")}
 
     def _wait_gone(self, timeout: float = 30.0) -> None:
         """Until the stale server has let go of its lock (it is shutting its plugins down)."""
@@ -208,144 +201,101 @@ class Relay:
                 time.sleep(0.02)
             raise RelayError(f"the shared server did not listen within {START_TIMEOUT:.0f} s (log: {log})")
 
-    # -- relaying -------------------------------------------------------------------
+    # -- keeping watch ----------------------------------------------------------------
 
-    def run(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
-        reader = threading.Thread(target=self._from_server, args=(stdout,), daemon=True, name="from-server")
-        reader.start()
-        for line in iter(stdin.readline, b""):
-            if line.strip():
-                self._to_server(line if line.endswith(b"\n") else line + b"\n")
-        deadline = time.monotonic() + DRAIN_TIMEOUT
-        while (self.pending or self.backlog) and time.monotonic() < deadline:  # answer what was asked
-            time.sleep(0.01)
-        with self.lock, contextlib.suppress(OSError):
-            self.closing = True
-            self.wanted.set()
-            if self.sock is not None:
-                self.sock.shutdown(socket.SHUT_WR)  # the client is gone: so is its session
-        reader.join(timeout=5)
+    def run(self) -> int:
+        """Follow the session until it ends; after a server loss, resume it when the client next sends."""
+        while True:
+            if self._follow():
+                return 0  # the client closed its side: the session ended
+            self._fail_in_flight()
+            waiting = self._client_input()
+            if not waiting:
+                return 0  # the client left while there was no server
+            print("nexus: reconnecting to the shared server", file=sys.stderr)
+            try:
+                self.connect(waiting)
+            except (RelayError, OSError) as exc:
+                print(f"nexus: cannot reconnect: {exc}", file=sys.stderr)
+                return 1
 
-    def _to_server(self, line: bytes) -> None:
-        request_id = self._note_client(line)
-        with self.lock:
-            if self.sock is not None:
-                try:
-                    self.sock.sendall(line)
-                except OSError:
-                    self.sock = None  # the reader notices the drop
-                else:
-                    if request_id is not None:
-                        self.pending[request_id] = None
-                    return
-            self.backlog.append((line, request_id))
-            self.wanted.set()  # the client wants a server again: the reader reconnects
-
-    def _note_client(self, line: bytes) -> bytes | None:
-        """Remember the handshake (a reconnection replays it); return the id of a request, as JSON."""
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(message, dict) or "method" not in message:
-            return None
-        if message["method"] == "initialize":
-            self.initialize = message
-        elif message["method"] == "notifications/initialized":
-            self.initialized = line
-        return json.dumps(message["id"]).encode() if "id" in message else None
-
-    def _from_server(self, stdout: BinaryIO) -> None:
+    def _follow(self) -> bool:
+        """Read the server's notes until the connection ends; True when it ended the session itself."""
+        assert self.sock is not None
         buffer = b""
         while True:
-            sock = self.sock
             try:
-                chunk = sock.recv(1 << 16) if sock is not None else b""
+                chunk = self.sock.recv(1 << 16)
             except OSError:
                 chunk = b""
             if not chunk:
-                if self.closing:
-                    return
-                self._lost(stdout)
-                self.wanted.wait()  # until the client sends something: a stopped server stays stopped till then
-                if self.closing and not self.backlog:
-                    return
-                if not self._reconnect():
-                    os._exit(1)  # no server can be had: the client sees the pipe close
-                buffer = b""
-                continue
+                self.sock.close()
+                self.sock = None
+                print("nexus: the shared server went away", file=sys.stderr)
+                return False
             buffer += chunk
-            if b"\n" not in buffer:
-                continue
-            lines, _, buffer = buffer.rpartition(b"\n")
-            for line in lines.split(b"\n"):
-                self._note_server(line)
-            try:
-                stdout.write(lines + b"\n")
-                stdout.flush()
-            except (BrokenPipeError, ValueError):
-                os._exit(0)  # the client is gone
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                note = json.loads(line)
+                if "replay" in note:
+                    self.replay.append(note["replay"])
+                elif "bye" in note:
+                    self.sock.close()
+                    return True
 
-    def _note_server(self, line: bytes) -> None:
-        match = _RESPONSE.match(line)
-        if match is not None:
-            request_id = match.group(1)
-        elif b'"id"' in line[:512] and b'"method"' not in line[:512]:
-            try:
-                request_id = json.dumps(json.loads(line)["id"]).encode()
-            except (ValueError, KeyError, TypeError):
-                return
-        else:
-            return
-        with self.lock:
-            self.pending.pop(request_id, None)
+    def _fail_in_flight(self) -> None:
+        """The server died: each request it was handling gets an error that says so (it wrote nothing more)."""
+        message = json.dumps(
+            "the shared Nexus server stopped while handling this request; it is being restarted, "
+            "so try again (see `nexus server status`)"
+        )
+        for request_id in self._requests_in_flight():
+            line = f'{{"jsonrpc":"2.0","id":{request_id},"error":{{"code":{IN_FLIGHT_ERROR},"message":{message}}}}}\n'
+            _write_all(self.stdout, line.encode())
 
-    def _lost(self, stdout: BinaryIO) -> None:
-        """The server went away: what was in flight fails, saying so."""
-        with self.lock:
-            self.sock, lost = None, list(self.pending)
-            self.pending.clear()
-            self.wanted.clear()
-            if self.backlog:
-                self.wanted.set()
-        for request_id in lost:
-            error = {
-                "code": IN_FLIGHT_ERROR,
-                "message": "the shared Nexus server stopped while handling this request; it is being restarted, "
-                "so try again (see `nexus server status`)",
-            }
-            stdout.write(b'{"jsonrpc":"2.0","id":' + request_id + b',"error":' + json.dumps(error).encode() + b"}\n")
-        stdout.flush()
-        print("nexus: the shared server went away", file=sys.stderr)
-
-    def _reconnect(self) -> bool:
-        """Get a server again (starting one), replay the client's handshake, send what waited."""
-        print("nexus: reconnecting to the shared server", file=sys.stderr)
+    def _requests_in_flight(self) -> list[str]:
+        fd = self.in_flight
+        size = int.from_bytes(os.pread(fd, 8, 0) or b"\0", "little")
         try:
-            sock = self._connected()
-            self._replay(sock)
-        except (RelayError, OSError) as exc:
-            print(f"nexus: cannot reconnect: {exc}", file=sys.stderr)
-            return False
-        return True
+            return [i for i in json.loads(os.pread(fd, size, 8)) if isinstance(i, str)] if size else []
+        except ValueError:
+            return []
 
-    def _replay(self, sock: socket.socket) -> None:
-        """The new server has a new session: give it the client's handshake (its answer is not forwarded),
-        then let the client's lines through again."""
-        if self.initialize is not None:
-            sock.sendall(json.dumps(dict(self.initialize, id=REPLAY_ID)).encode() + b"\n")
-            answer = _read_line(sock)
-            if REPLAY_ID.encode() not in answer[:200]:
-                raise RelayError(f"the new server did not accept the replayed initialize: {answer[:200]!r}")
-            if self.initialized is not None:
-                sock.sendall(self.initialized)
-        with self.lock:  # what the client sent meanwhile goes first, in order
-            for line, request_id in self.backlog:
-                sock.sendall(line)
-                if request_id is not None:
-                    self.pending[request_id] = None
-            self.backlog.clear()
-            self.sock = sock
+    def _client_input(self) -> bytes:
+        """Wait until the client sends again; what it sent (b"" when it closed its side)."""
+        select.select([self.stdin], [], [])
+        try:
+            return os.read(self.stdin, 1 << 16)
+        except BlockingIOError:  # the server had made the pipe non-blocking: nothing yet after all
+            return self._client_input()
+
+
+def _scratch_file() -> int:
+    """A file only this relay and its server can reach: anonymous memory, else an unlinked temp file."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("nexus-in-flight", os.MFD_CLOEXEC)
+    fd, path = tempfile.mkstemp(dir=runtime.runtime_dir())
+    os.unlink(path)
+    return fd
+
+
+def _greet(sock: socket.socket, hello: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall(json.dumps(hello).encode() + b"\n")
+    line = _read_line(sock)
+    try:
+        return json.loads(line) if line else {"nexus": "restart"}
+    except ValueError:
+        return {"nexus": "refused", "reason": line[:200].decode(errors="replace")}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
+        except OSError:
+            return  # the client is gone
 
 
 def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[bytes]:

@@ -54,12 +54,18 @@ def server_key(config: Path | None, server_args: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
 
 
-def install_fingerprint() -> str:
-    """Changes when packages are installed, upgraded or removed here: a running server from before is stale."""
+def install_fingerprint(site: Path | None = None) -> str:
+    """Changes when packages are installed, upgraded or removed here: a running server from before is stale.
+
+    Each of those writes or removes a ``*.dist-info`` folder. The site folder's own mtime is no measure:
+    it moves when Python first writes ``__pycache__`` there, on a fresh install's first start.
+    """
+    site = site or Path(sysconfig.get_paths()["purelib"])
     try:
-        return str(os.stat(sysconfig.get_paths()["purelib"]).st_mtime_ns)
+        found = sorted((info.name, info.stat().st_mtime_ns) for info in site.glob("*.dist-info"))
     except OSError:
         return ""
+    return hashlib.sha256(repr(found).encode()).hexdigest()[:16]
 
 
 def server_files(key: str) -> dict[str, Path]:

@@ -17,6 +17,7 @@ name = "nexus"
 # roots = ["~/code"]             # folders plugins may touch (default: where the server starts)
 # deny_paths = ["**/.env", "**/*.pem", "**/id_*"]   # gitignore-style, hidden from every plugin
 # plugin_dirs = ["~/.config/nexus/plugins"]         # every *.py file there is a plugin
+# tool_dirs = ["~/.config/nexus/tools"]             # tool files, watched while serving (docs/tool_files.md)
 # log_level = "INFO"
 
 [server.http]

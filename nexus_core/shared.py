@@ -3,9 +3,12 @@
 Relays (``nexus serve``, see ``relay``) connect over a Unix socket in the
 user's private runtime folder. Each connection opens with one line of JSON:
 ``hello`` (a client session: its launch folder, ``--root`` folders, profile,
-an untrusted ``./nexus.toml`` to narrow with), ``status`` or ``stop``. After
-``hello`` the connection carries MCP as JSON lines, in either protocol era,
-with the session bound to every request it makes.
+an untrusted ``./nexus.toml`` to narrow with), ``status``, ``stop`` or
+``console`` (serve HTTP if it is off, and answer a one-time console login link). After
+``hello`` the relay hands over its client's stdin and stdout, and the server
+serves MCP on them directly, in either protocol era, with the session bound
+to every request (``client_pipes``); the socket stays open for notes to the
+relay and tells each side when the other is gone.
 
 The server holds an exclusive lock for its lifetime, so exactly one runs per
 key; it exits after ``idle_timeout`` seconds without a session, and as soon as
@@ -27,22 +30,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp_types as types
 from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
-from mcp.server.runner import serve_dual_era_loop
-from mcp.shared.message import SessionMessage
 
-from nexus_core import runtime
+from nexus_core import __version__, runtime
+from nexus_core.client_pipes import ClientPipes
 from nexus_core.config import NexusConfig
-from nexus_core.host import Host, core_version
+from nexus_core.console import last_used as console_last_used
+from nexus_core.host import Host
 from nexus_core.narrowing import read_narrowing
 from nexus_core.sessions import Session, bound
-from nexus_core.transports import parse_error_replies
 
 log = logging.getLogger("nexus")
 
-MAX_LINE = 256 << 20  # one JSON-RPC message; a file read can be large
 HELLO_TIMEOUT = 10.0
 
 
@@ -52,11 +52,12 @@ class SharedServer:
         self.files = runtime.server_files(key)
         self.idle_timeout = idle_timeout
         self.fingerprint = runtime.install_fingerprint()
-        self.config_stamp = _stamp(host.config.path)
+        self.config_stamp = self._config_stamp()
         self.started = time.time()
         self.sessions: dict[str, Session] = {}
         self.idle_since: float | None = time.monotonic()
         self.http_url: str | None = None
+        self.http_port = 0
         self._tg: TaskGroup | None = None
 
     # -- running --------------------------------------------------------------------
@@ -107,15 +108,35 @@ class SharedServer:
     async def _exit_when_idle(self) -> None:
         while True:
             await anyio.sleep(min(self.idle_timeout, 5.0))
-            if self.idle_since is not None and time.monotonic() - self.idle_since >= self.idle_timeout:
+            if self.idle_since is None:
+                continue
+            since = max(self.idle_since, console_last_used(self.host) or 0.0)  # a console in use counts
+            if time.monotonic() - since >= self.idle_timeout:
                 self.stop(f"no session for {self.idle_timeout:.0f} s")
                 return
 
-    async def _serve_http(self, bind: str, port: int) -> None:
+    async def _serve_http(self, bind: str, port: int, sock: Any = None) -> None:
         from nexus_core.transports import serve_http
 
         self.http_url = f"http://{bind}:{port}{self.host.config.server.http.path}"
-        await serve_http(self.host, bind=bind, port=port)
+        self.http_port = port
+        await serve_http(self.host, bind=bind, port=port, sock=sock)
+
+    async def _console(self) -> dict[str, Any]:
+        """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""
+        from nexus_core.console import console_for
+        from nexus_core.transports import _is_loopback, loopback_socket
+
+        http = self.host.config.server.http
+        if self.http_url is None and self._tg is not None:
+            sock = loopback_socket(http.port)
+            port = sock.getsockname()[1]
+            self.http_url = f"http://127.0.0.1:{port}{http.path}"  # before the task runs: one listener only
+            self._tg.start_soon(self._serve_http, "127.0.0.1", port, sock)
+        elif self.http_url is not None and not _is_loopback(http.host) and http.host not in ("0.0.0.0", "::"):
+            return {"nexus": "refused", "reason": f"HTTP listens on {http.host} only; the console needs loopback"}
+        login = await anyio.to_thread.run_sync(console_for(self.host).login_path)  # the first one collects pages
+        return {"nexus": "console", "url": f"http://127.0.0.1:{self.http_port}{login}", "pid": os.getpid()}
 
     # -- one connection -----------------------------------------------------------------
 
@@ -133,6 +154,8 @@ class SharedServer:
                 case "stop":
                     await _send(stream, {"nexus": "stopping", "pid": os.getpid()})
                     self.stop("nexus server stop")
+                case "console":
+                    await _send(stream, await self._console())
                 case "hello":
                     await self._session(stream, reader, hello, state)
                 case _:
@@ -149,71 +172,41 @@ class SharedServer:
             await _send(stream, {"nexus": "refused", "reason": str(exc)})
             return
         await _send(stream, {"nexus": "welcome", "session": session.id, "pid": os.getpid()})
+        try:
+            with anyio.fail_after(HELLO_TIMEOUT):
+                _, fds = await stream.receive_fds(1, 3)  # the client's stdin and stdout, the in-flight file
+        except (Exception, anyio.get_cancelled_exc_class()):
+            return
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            return
         self.sessions[session.id] = session
         self.idle_since = None
-        log.info("session %s opened (pid %s, %s)", session.id, hello.get("pid"), session.cwd)
+        log.info("session %s opened (relay pid %s, %s)", session.id, hello.get("pid"), session.cwd)
         try:
             with bound(session):
-                await self._serve_mcp(stream, reader, state)
+                await ClientPipes(stream, *fds, hello).serve(self.host.server._lowlevel_server, state)
         finally:
+            for fd in fds:
+                os.close(fd)
             del self.sessions[session.id]
             log.info("session %s (%s) closed after %d call(s)", session.id, session.client or "?", session.calls)
             if not self.sessions:
                 self.idle_since = time.monotonic()
 
-    async def _serve_mcp(self, stream: SocketStream, reader: BufferedByteReceiveStream, state: Any) -> None:
-        """MCP as JSON lines over the socket, exactly as on stdio."""
-        incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        outgoing, outgoing_receive = anyio.create_memory_object_stream[SessionMessage](16)
-        lowlevel = self.host.server._lowlevel_server
-
-        async def read_lines() -> None:
-            async with incoming_send:
-                while True:
-                    try:
-                        line = await reader.receive_until(b"\n", MAX_LINE)
-                    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
-                        return
-                    except anyio.DelimiterNotFound:
-                        log.warning("a message over %d bytes: closing the session", MAX_LINE)
-                        return
-                    if not line.strip():
-                        continue
-                    try:
-                        message: SessionMessage | Exception = SessionMessage(
-                            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        )
-                    except Exception as exc:
-                        message = exc
-                    await incoming_send.send(message)
-
-        async def write_lines() -> None:
-            async with outgoing_receive:
-                async for message in outgoing_receive:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    try:
-                        await stream.send(data.encode() + b"\n")
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                        return
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_lines)
-            tg.start_soon(write_lines)
-            await serve_dual_era_loop(
-                lowlevel,
-                parse_error_replies(incoming, outgoing),
-                outgoing,
-                lifespan_state=state,
-                init_options=lowlevel.create_initialization_options(),
-            )
-            tg.cancel_scope.cancel()
-
     def _stale(self, hello: dict) -> str | None:
         if hello.get("fingerprint") not in (None, self.fingerprint):
             return "Nexus or a plugin was installed, upgraded or removed since this server started"
-        if _stamp(self.host.config.path) != self.config_stamp:
-            return f"the config file {self.host.config.path} changed"
+        if self._config_stamp() != self.config_stamp:
+            return f"the config file {self.host.config.path} or a file in its plugin_dirs changed"
         return None
+
+    def _config_stamp(self) -> tuple[Any, ...]:
+        """What the server was built from: the config file and the plugin files it loads at start."""
+        config = self.host.config
+        files = [f for d in config.server.plugin_dirs for f in sorted(config.resolve_path(d).glob("*.py"))]
+        return tuple(_stamp(f) for f in [config.path, *files])
 
     # -- describing itself ----------------------------------------------------------
 
@@ -222,7 +215,7 @@ class SharedServer:
             "nexus": "status",
             "pid": os.getpid(),
             "key": self.key,
-            "version": core_version(),
+            "version": __version__,
             "started": self.started,
             "uptime_s": round(time.time() - self.started, 1),
             "config": str(self.host.config.path or "defaults"),
@@ -270,14 +263,14 @@ async def _send(stream: SocketStream, message: dict[str, Any]) -> None:
         await stream.send(json.dumps(message).encode() + b"\n")
 
 
-def _stamp(path: Path | None) -> tuple[int, int] | None:
+def _stamp(path: Path | None) -> tuple[int, int, int] | None:
     if path is None:
         return None
     try:
         info = path.stat()
     except OSError:
         return None
-    return info.st_mtime_ns, info.st_size
+    return info.st_mtime_ns, info.st_size, info.st_ino
 
 
 def _rss_mb() -> float | None:

@@ -14,6 +14,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -166,7 +167,7 @@ def http_app(host: Host, *, bind: str, port: int) -> Any:
         allowed_origins=[f"http://{h}:*" for h in LOOPBACK_HOSTS] + http.allowed_origins,
     )
     auth = AuthSettings(issuer_url=f"http://{bind}:{port}", resource_server_url=None)  # type: ignore[arg-type]
-    return host.server._lowlevel_server.streamable_http_app(
+    app = host.server._lowlevel_server.streamable_http_app(
         streamable_http_path=http.path,
         transport_security=security,
         host=bind,
@@ -174,6 +175,11 @@ def http_app(host: Host, *, bind: str, port: int) -> Any:
         token_verifier=StaticTokenVerifier(token),
         session_idle_timeout=http.session_idle_timeout,
     )
+    from nexus_core.console import console_for
+    from nexus_core.console.app import mount
+
+    mount(app, console_for(host))  # /console/: loopback only, behind its own login (see console.app)
+    return app
 
 
 def token_path() -> Path:
@@ -201,13 +207,33 @@ def generated_token() -> str:
     return token
 
 
-async def serve_http(host: Host, *, bind: str, port: int) -> None:
+async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | None = None) -> None:
+    """Serve Streamable HTTP (and the console) on ``bind:port``, or on ``sock`` when given (already listening)."""
     import uvicorn  # only the HTTP transport pays for it
+
+    from nexus_core.console import console_for
 
     app = http_app(host, bind=bind, port=port)
     config = uvicorn.Config(app, host=bind, port=port, log_level="warning", lifespan="on")
     log.info("serving on http://%s:%d%s", bind, port, host.config.server.http.path)
-    await uvicorn.Server(config).serve()
+    login = console_for(host).login_path()
+    log.warning("console: http://127.0.0.1:%d%s (works once; `nexus console` makes more)", port, login)
+    await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
+
+
+def loopback_socket(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1: ``port`` if it is free, else any free port."""
+    for candidate in (port, 0):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", candidate))
+        except OSError:
+            sock.close()
+            continue
+        sock.listen(128)  # connections wait in the backlog until the server accepts them
+        return sock
+    raise OSError("no free port on 127.0.0.1")
 
 
 def _is_loopback(bind: str) -> bool:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import click
 from pydantic import BaseModel, Field
 
 from nexus_core import Category, PluginConfig, PluginContext, ToolError, hookimpl
-
-__version__ = "0.1.0"
 
 
 class HelloConfig(PluginConfig):
@@ -84,6 +83,12 @@ def nexus_register_prompts(register) -> None:
         return f"Write a one-line, friendly welcome for {name}."
 
     register(welcome, title="Welcome someone")
+
+
+@hookimpl
+def nexus_console_pages(register) -> None:
+    """A page in `nexus console`: a script that calls the tools above through the gate."""
+    register("greet", title="Hello", script=Path(__file__).with_name("nexus_hello.js"), order=80)
 
 
 @hookimpl

@@ -19,7 +19,15 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession
 
-from tests.conftest import free_port, nexus_command, server_env, stdio_session, wait_listening, write_config
+from tests.conftest import (
+    free_port,
+    nexus_command,
+    server_env,
+    stdio_session,
+    stop_shared_servers,
+    wait_listening,
+    write_config,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -94,8 +102,11 @@ async def nexus(config: Path, env: dict[str, str] | None = None) -> AsyncIterato
 
 
 @pytest.fixture
-def upstream_http() -> Iterator[Callable[..., str]]:
-    """Start the test upstream over Streamable HTTP on 127.0.0.1 (on ``port`` if given); returns its URL."""
+def upstream_http(isolated_user_dirs: Path) -> Iterator[Callable[..., str]]:
+    """Start the test upstream over Streamable HTTP on 127.0.0.1 (on ``port`` if given); returns its URL.
+
+    The shared server the test used stops first: its open connection would hold up the upstream's exit.
+    """
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(port: int | None = None, token: str | None = None, transport: str = "http") -> str:
@@ -106,6 +117,7 @@ def upstream_http() -> Iterator[Callable[..., str]]:
         return f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
 
     yield start
+    stop_shared_servers(isolated_user_dirs / "run" / "nexus")
     for proc in procs:
         proc.terminate()
         try:
@@ -161,16 +173,47 @@ async def test_resources_templates_and_prompts_are_proxied(tmp_path: Path) -> No
     async with nexus(config) as client:
         await client.wait_for_tool("up_echo")
         resources = {str(r.uri) for r in (await client.list_resources()).resources}
-        assert "upstream://readme" in resources
+        assert "up+upstream://readme" in resources  # the server's own URI, behind its prefix
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
-        assert "upstream://items/{item}" in templates
-        readme = await client.read_resource("upstream://readme")
+        assert "up+upstream://items/{item}" in templates
+        readme = await client.read_resource("up+upstream://readme")
         assert readme.contents[0].text.startswith("# Upstream")  # type: ignore[union-attr]
-        item = await client.read_resource("upstream://items/7")
+        assert str(readme.contents[0].uri) == "up+upstream://readme"
+        item = await client.read_resource("up+upstream://items/7")
         assert item.contents[0].text == "item 7"  # type: ignore[union-attr]
         assert "up_review" in {p.name for p in (await client.list_prompts()).prompts}
         prompt = await client.get_prompt("up_review", {"topic": "the bridge"})
         assert prompt.messages[0].content.text == "Please review the bridge."  # type: ignore[union-attr]
+
+
+async def test_two_upstreams_serving_the_same_uris_each_serve_theirs_under_their_prefix(tmp_path: Path) -> None:
+    servers = [stdio_upstream(name, env={"UPSTREAM_NAME": name}) for name in ("a", "b")]
+    servers.append(stdio_upstream("plain", prefix="", env={"UPSTREAM_NAME": "plain"}, allow=["links"]))
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + "".join(servers))
+    async with nexus(config) as client:
+        for tool in ("a_echo", "b_echo", "links"):
+            await client.wait_for_tool(tool)
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"a+upstream://readme", "b+upstream://readme", "upstream://readme"} <= resources
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert {"a+upstream://items/{item}", "b+upstream://items/{item}", "upstream://items/{item}"} <= templates
+
+        async def read(uri: str) -> str:
+            return (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+
+        assert await read("a+upstream://readme") == "# Upstream a\nA resource from the upstream server."
+        assert await read("b+upstream://readme") == "# Upstream b\nA resource from the upstream server."
+        assert await read("upstream://readme") == "# Upstream plain\nA resource from the upstream server."
+        assert await read("a+upstream://items/7") == "item 7 from a"
+        assert await read("b+upstream://items/7") == "item 7 from b"
+
+        # Links in a server's answers point where a client can read them: its resources get its prefix.
+        links = (await client.call_tool("b_links", {})).content
+        uris = [str(link.uri) for link in links]  # type: ignore[union-attr]
+        assert uris == ["b+upstream://readme", "b+upstream://items/3", "https://example.com/"]
+        assert await read(uris[1]) == "item 3 from b"
+        plain = [str(link.uri) for link in (await client.call_tool("links", {})).content]  # type: ignore[union-attr]
+        assert plain == ["upstream://readme", "upstream://items/3", "https://example.com/"]
 
 
 async def test_the_upstreams_own_list_changes_are_followed(tmp_path: Path) -> None:
@@ -246,7 +289,7 @@ async def test_an_http_upstream_is_proxied_with_its_token_from_the_environment(
         await client.wait_for_tool("web_add")
         result = await client.call_tool("web_add", {"a": 1, "b": 2})
         assert result.structured_content == {"total": 3}
-        item = await client.read_resource("upstream://items/x")
+        item = await client.read_resource("web+upstream://items/x")
         assert item.contents[0].text == "item x"  # type: ignore[union-attr]
 
 
@@ -297,7 +340,7 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 7 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
+    assert "connected; 8 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))

@@ -13,11 +13,12 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel
 
 server = MCPServer("upstream", version="1.0")
 calls = {"count": 0}
+NAME = os.environ.get("UPSTREAM_NAME", "")  # tells apart two of these serving the same URIs
 
 
 class Sum(BaseModel):
@@ -70,14 +71,26 @@ async def grow(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def links() -> CallToolResult:
+    """Links to two of this server's resources (one by template) and to a web page."""
+    return CallToolResult(
+        content=[
+            ResourceLink(type="resource_link", uri="upstream://readme", name="readme"),
+            ResourceLink(type="resource_link", uri="upstream://items/3", name="item 3"),
+            ResourceLink(type="resource_link", uri="https://example.com/", name="elsewhere"),
+        ]
+    )
+
+
 @server.resource("upstream://readme", mime_type="text/markdown")
 def readme() -> str:
-    return "# Upstream\nA resource from the upstream server."
+    return f"# Upstream{' ' + NAME if NAME else ''}\nA resource from the upstream server."
 
 
 @server.resource("upstream://items/{item}")
 def item(item: str) -> str:
-    return f"item {item}"
+    return f"item {item}{' from ' + NAME if NAME else ''}"
 
 
 @server.prompt()

@@ -96,35 +96,6 @@ def test_a_missing_required_plugin_is_an_error(tmp_path: Path) -> None:
     assert code == 2 and "plugins.ghost: no installed plugin is named 'ghost'" in err
 
 
-def test_install_print_shows_the_entry_only() -> None:
-    code, out, _ = run("install", "claude", "--print")
-    entry = json.loads(out)["mcpServers"]["nexus"]
-    assert code == 0 and entry["args"] == ["serve"] and Path(entry["command"]).is_absolute()
-    code, out, _ = run("install", "vscode", "--print", "--config", "my.toml")
-    entry = json.loads(out)["servers"]["nexus"]
-    assert entry["type"] == "stdio" and entry["args"] == ["serve", "--config", str(Path("my.toml").resolve())]
-
-
-def test_install_keeps_other_entries_and_shows_the_diff(tmp_path: Path) -> None:
-    target = tmp_path / "claude_desktop_config.json"
-    target.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}))
-    code, out, _ = run("install", "claude", "--file", str(target))
-    assert code == 0 and '+    "nexus": {' in out
-    data = json.loads(target.read_text())
-    assert data["mcpServers"]["other"] == {"command": "x"} and data["theme"] == "dark"
-    assert data["mcpServers"]["nexus"]["args"] == ["serve"]
-    code, out, _ = run("install", "claude", "--file", str(target))
-    assert code == 0 and "nothing to do" in out
-
-
-def test_install_refuses_to_touch_a_broken_file(tmp_path: Path) -> None:
-    target = tmp_path / "mcp.json"
-    target.write_text("{not json")
-    code, _, err = run("install", "cursor", "--file", str(target))
-    assert code == 2 and "not valid JSON" in err
-    assert target.read_text() == "{not json"
-
-
 def test_completion_for_a_named_and_a_detected_shell() -> None:
     code, out, _ = run("completion", "bash")
     assert code == 0 and "_NEXUS_COMPLETE=bash_complete" in out

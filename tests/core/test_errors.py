@@ -31,14 +31,22 @@ async def test_bad_arguments_say_which_and_why_in_one_line(make_host) -> None:
 def test_a_request_before_initialize_is_told_so(tmp_path: Path, mode: str) -> None:
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
     lines = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "no/such"}]
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else [])),
-        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
-        capture_output=True,
-        timeout=120,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env=server_env(),
         cwd=tmp_path,
     )
-    replies = {r["id"]: r for r in map(json.loads, proc.stdout.decode().splitlines())}
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+    proc.stdin.flush()
+    replies = {}
+    while len(replies) < 2:  # stdin stays open until both answers are in
+        reply = json.loads(proc.stdout.readline())
+        replies[reply["id"]] = reply
+    proc.stdin.close()
+    proc.wait(timeout=60)
     assert "arrived before initialize: send initialize" in replies[1]["error"]["message"]
     assert replies[2]["error"]["code"] == -32601

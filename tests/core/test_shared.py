@@ -206,3 +206,43 @@ def test_the_server_exits_when_idle_and_status_says_when_none_runs(tmp_path: Pat
         nexus_command("server", "status", "--config", str(config)), capture_output=True, timeout=60, env=server_env()
     )
     assert none.returncode == 3 and "no shared server is running" in none.stdout.decode()
+
+
+NAP_PLUGIN = """
+import anyio
+from nexus_core import hookimpl
+
+@hookimpl
+def nexus_register_tools(register):
+    async def nap(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return "rested"
+    register(nap, category="default")
+"""
+
+
+async def test_a_call_in_flight_when_the_server_dies_gets_an_error_that_says_so(tmp_path: Path) -> None:
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "napper.py").write_text(NAP_PLUGIN)
+    config = write_config(
+        tmp_path / "nexus.toml",
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\nplugin_dirs = ["{tmp_path / "plugins"}"]\n',
+    )
+    async with stdio_session("--config", str(config), cwd=tmp_path) as session:
+        assert (await ok(session, "nap", {"seconds": 0}))["result"] == "rested"
+        pid = status(config)["pid"]
+        outcome: dict[str, Any] = {}
+
+        async def long_call() -> None:
+            try:
+                outcome["result"] = await session.call_tool("nap", {"seconds": 60})
+            except Exception as exc:
+                outcome["error"] = str(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(long_call)
+            await anyio.sleep(1.0)  # the call is in flight
+            os.kill(pid, signal.SIGKILL)
+        assert "shared Nexus server stopped while handling this request" in outcome["error"]
+        again = await ok(session, "nap", {"seconds": 0})  # the next call starts a new server; the session goes on
+        assert again["result"] == "rested" and status(config)["pid"] != pid

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,34 @@ def _fill_disk(path: Path) -> None:
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
+
+
+def backdate(root: Path) -> None:
+    """Every folder under the graph an hour old, so its listing is reused (see storage.SETTLED_NS)."""
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        os.utime(folder, (time.time() - 3600, time.time() - 3600))
+
+
+async def test_new_files_by_other_writers_are_found_after_a_reused_listing(graph_host, graph_dir: Path) -> None:
+    async with Client(graph_host().server) as client:
+        await add(client, "first", "First")
+        write_lines(
+            graph_dir / "relations" / "2025" / "11.jsonl",
+            [{"src": "first", "rel": "follows", "dst": "first", "created": "2025-11-01T00:00:00Z"}],
+        )
+        backdate(graph_dir)
+        assert (await call(client, "search_knowledge", query="zebra"))["hits"] == []
+        record = {"id": "zebra", "type": "animal", "name": "Zebra", "created": "2026-01-02T00:00:00Z"}
+        write_lines(graph_dir / "people" / "entities.jsonl", [record])  # a category folder that was not there
+        assert (await call(client, "search_knowledge", query="zebra"))["hits"][0]["id"] == "zebra"
+        backdate(graph_dir)
+        await call(client, "search_knowledge", query="zebra")
+        relation = {"src": "zebra", "rel": "follows", "dst": "first", "created": "2025-12-01T00:00:00Z"}
+        write_lines(graph_dir / "relations" / "2025" / "12.jsonl", [relation])  # a new month in a known year
+        assert (await call(client, "get_entity", id="first"))["incoming"][-1]["src"] == "zebra"
+        (graph_dir / "projects").mkdir()
+        backdate(graph_dir)
+        await call(client, "search_knowledge", query="zebra")
+        later = {"id": "okapi", "type": "animal", "name": "Okapi", "created": "2026-01-03T00:00:00Z"}
+        write_lines(graph_dir / "projects" / "entities.jsonl", [later])  # a new file in a known folder
+        assert (await call(client, "search_knowledge", query="okapi"))["hits"][0]["id"] == "okapi"

@@ -82,6 +82,12 @@ def shape(value: Any) -> Any:
     return type(value)
 
 
+def items_of(schema: dict[str, Any], field: str) -> dict[str, Any]:
+    """The schema of a list parameter's items, written in place or as a definition."""
+    items = schema["properties"][field]["items"]
+    return schema["$defs"][items["$ref"].rsplit("/", 1)[1]] if "$ref" in items else items
+
+
 async def test_every_tool_takes_the_designed_parameters(manual) -> None:
     async with manual() as tools:
         listed = {t.name: t for t in (await tools.client.list_tools()).tools}
@@ -90,9 +96,9 @@ async def test_every_tool_takes_the_designed_parameters(manual) -> None:
         schema = listed[name].input_schema
         assert list(schema["properties"]) == design + added, name
         assert set(schema.get("required", [])) == required, name
-    items = listed["add_entities"].input_schema["$defs"]["NewEntity"]
+    items = items_of(listed["add_entities"].input_schema, "entities")
     assert list(items["properties"]) == NEW_ENTITY[0] and sorted(items["required"]) == NEW_ENTITY[1]
-    edge = listed["create_relations"].input_schema["$defs"]["Edge"]
+    edge = items_of(listed["create_relations"].input_schema, "relations")
     assert list(edge["properties"]) == ["from", "to", "type"] and sorted(edge["required"]) == ["from", "to", "type"]
     assert listed["list_entities"].input_schema["properties"]["entity_glob"]["default"] == "*"
 

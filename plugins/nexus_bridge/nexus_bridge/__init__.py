@@ -14,8 +14,6 @@ from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
 
-__version__ = "0.1.0"
-
 SETTLE_LIMIT = 30.0  # seconds nexus_status waits for first connections
 
 

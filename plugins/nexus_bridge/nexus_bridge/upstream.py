@@ -20,6 +20,7 @@ import shutil
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.metadata import version
 from typing import Any, TypeVar
 
 import anyio
@@ -30,6 +31,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -42,8 +44,9 @@ MAX_BACKOFF = 60.0
 PROTOCOL_META = "io.modelcontextprotocol/"
 LOST_SESSION = ("Session terminated", "Session not found")  # how Streamable HTTP says a restarted server forgot us
 ResultT = TypeVar("ResultT", bound=types.Result)
+ContentT = TypeVar("ContentT", bound=types.ContentBlock)
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
-CLIENT_INFO = types.Implementation(name="nexus-bridge", version="0.1.0")
+CLIENT_INFO = types.Implementation(name="nexus-bridge", version=version("nexus-stack-bridge"))
 
 
 class Upstream:
@@ -62,6 +65,8 @@ class Upstream:
         self._signals: anyio.abc.ObjectSendStream[str] | None = None
         self._read_only: set[str] = set()  # upstream tools whose results may be cached
         self._tools: list[LiveTool] = []  # as last published
+        self._uris: set[str] = set()  # the server's resources and templates (its own URIs), to relink answers
+        self._templates: list[UriTemplate] = []
         self._cache = ResultCache(table.cache_ttl)
 
     # -- the background task --------------------------------------------------------
@@ -242,10 +247,12 @@ class Upstream:
         self._cache.clear()
         self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
         self._tools = [self._live_tool(tool) for tool in tools]
+        self._uris = {r.uri for r in resources}
+        self._templates = [template for t in templates if (template := _parsed(t.uri_template))]
         self.problems = await self.ctx.publish(
             self.name,
             tools=self._tools,
-            resources=[LiveResource(r, self.read_resource, "read") for r in [*resources, *templates]],
+            resources=[self._live_resource(r) for r in [*resources, *templates]],
             prompts=[self._live_prompt(prompt) for prompt in prompts],
         )
 
@@ -260,6 +267,32 @@ class Upstream:
             "read" if read_only else "write",
             self.refusal(tool.name),
         )
+
+    def _live_resource(self, resource: types.Resource | types.ResourceTemplate) -> LiveResource:
+        if isinstance(resource, types.ResourceTemplate):
+            definition = resource.model_copy(update={"uri_template": self._public_uri(resource.uri_template)})
+        else:
+            definition = resource.model_copy(update={"uri": self._public_uri(resource.uri)})
+        return LiveResource(definition, self.read_resource, "read")
+
+    def _public_uri(self, uri: str) -> str:
+        """A resource's URI (or template) as clients see it: ``PREFIX+URI``, so two servers' URIs never clash."""
+        return f"{self.prefix}+{uri}" if self.prefix else uri
+
+    def _own_uri(self, uri: str) -> str:
+        return uri.removeprefix(f"{self.prefix}+") if self.prefix else uri
+
+    def _relinked(self, block: ContentT) -> ContentT:
+        """A resource link or embedded resource in the server's answer, with the URI clients read it by."""
+        if isinstance(block, types.ResourceLink) and self._serves(block.uri):
+            return block.model_copy(update={"uri": self._public_uri(block.uri)})
+        if isinstance(block, types.EmbeddedResource) and self._serves(block.resource.uri):
+            resource = block.resource.model_copy(update={"uri": self._public_uri(block.resource.uri)})
+            return block.model_copy(update={"resource": resource})
+        return block
+
+    def _serves(self, uri: str) -> bool:
+        return bool(self.prefix) and (uri in self._uris or any(t.match(uri) is not None for t in self._templates))
 
     def _live_prompt(self, prompt: types.Prompt) -> LivePrompt:
         definition = prompt.model_copy(update={"name": self._public(prompt.name)})
@@ -286,15 +319,20 @@ class Upstream:
         except Exception as exc:
             raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
         result = _own_meta(result)
+        result = result.model_copy(update={"content": [self._relinked(block) for block in result.content]})
         if key and not result.is_error:
             self._cache.put(key, result)
         return result
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        return await self._request(f"resource '{uri}'", lambda client: client.read_resource(uri))
+        """Read ``uri`` (as clients know it) from the server, by the server's own URI."""
+        own = self._own_uri(uri)
+        return await self._request(f"resource '{own}'", lambda client: client.read_resource(own))
 
     async def get_prompt(self, prompt: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
-        return await self._request(f"prompt '{prompt}'", lambda client: client.get_prompt(prompt, arguments))
+        result = await self._request(f"prompt '{prompt}'", lambda client: client.get_prompt(prompt, arguments))
+        messages = [m.model_copy(update={"content": self._relinked(m.content)}) for m in result.messages]
+        return result.model_copy(update={"messages": messages})
 
     async def _request(self, what: str, send: Callable[[Client], Awaitable[ResultT]]) -> ResultT:
         """A resource or prompt request: the server's own errors (e.g. "not found") pass through as they are."""
@@ -438,6 +476,13 @@ def _connection_failed(exc: BaseException) -> bool:
     if isinstance(exc, TimeoutError):  # slow is not gone
         return False
     return isinstance(exc, OSError | httpx2.TransportError | anyio.ClosedResourceError | anyio.BrokenResourceError)
+
+
+def _parsed(template: str) -> UriTemplate | None:
+    try:
+        return UriTemplate.parse(template)
+    except ValueError:  # listed as the server gives it, never matched
+        return None
 
 
 def _count(n: int, things: str) -> str:

@@ -12,8 +12,6 @@ from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
 
-__version__ = "0.1.0"
-
 
 @hookimpl
 def nexus_permission_categories() -> list[Category]:

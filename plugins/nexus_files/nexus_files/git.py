@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ from pydantic import BaseModel, Field
 from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
-from .process import run_process
+from .gitcache import Config, Known, RepoCache, read_config_listing, stamp, watched_paths
+from .gitrun import run_git
 from .results import ToolOutput, tool
 
 GIT_OUTPUT_CAP = 16 * 1024 * 1024  # parsing needs whole records; the text shown is capped separately
@@ -65,7 +67,7 @@ DRIVER_COMMANDS = {"filter": ("clean", "smudge", "process"), "diff": ("textconv"
 # Entries of a git directory that must not lead outside the roots (symlinks, alternates).
 GIT_DIR_ENTRIES = ("objects", "refs", "packed-refs", "HEAD", "index", "config", "config.worktree", "info", "logs")
 
-RepoArg = Annotated[str, Field(description="A folder inside a git repository inside the roots.")]
+RepoArg = Annotated[str, Field(description="Any folder of the git repository.")]
 RevArg = Annotated[str, Field(description="A commit, branch or tag (e.g. HEAD~2, main, v1.0).")]
 
 
@@ -426,6 +428,27 @@ def driver_overrides(config_list: bytes) -> list[Override]:
     return sorted(overrides)
 
 
+def _symlinks(folder: Path, *, deep: bool) -> list[Path]:
+    """The symlinks in ``folder`` (and, when ``deep``, in its subfolders; symlinked folders are not entered).
+
+    ``os.scandir`` reports the entry type with the listing, so only the links cost a system call.
+    """
+    found: list[Path] = []
+    pending = [folder]
+    while pending:
+        try:
+            listing = os.scandir(pending.pop())
+        except OSError:
+            continue
+        with listing:
+            for entry in listing:
+                if entry.is_symlink():
+                    found.append(Path(entry.path))
+                elif deep and entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+    return found
+
+
 class Git:
     """git in one repository inside the roots, with the safety settings applied."""
 
@@ -433,6 +456,7 @@ class Git:
         self.policy = ctx.paths
         self.config: FilesConfig = ctx.config
         self.binary = shutil.which("git")
+        self.known = RepoCache()
 
     def env(self, overrides: Sequence[Override] = ()) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR")
@@ -456,60 +480,81 @@ class Git:
             env[f"GIT_CONFIG_VALUE_{i}"] = value
         return env
 
-    async def raw_bytes(
-        self, cwd: Path, args: list[str], overrides: Sequence[Override] = (), stdin: bytes | None = None
-    ) -> tuple[int, bytes, str]:
+    async def raw_bytes(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, bytes, str]:
         if self.binary is None:
             raise ToolError("git is not installed on this machine")
-        out = await run_process(
+        out = await run_git(
             [self.binary, "--no-pager", "-C", str(cwd), *args],
-            cwd=cwd,
+            cwd=str(cwd),
             env=self.env(overrides),
             timeout=self.config.command_timeout,
-            max_output=GIT_OUTPUT_CAP,
-            stdin=stdin,
+            cap=GIT_OUTPUT_CAP,
         )
-        if out.timed_out:
+        if out.exit_code is None:
             raise ToolError(f"git timed out after {self.config.command_timeout} s")
         return out.exit_code or 0, out.stdout, _text(out.stderr)
 
-    async def raw(
-        self, cwd: Path, args: list[str], overrides: Sequence[Override] = (), stdin: bytes | None = None
-    ) -> tuple[int, str, str]:
-        code, out, err = await self.raw_bytes(cwd, args, overrides, stdin)
+    async def raw(self, cwd: Path, args: list[str], overrides: Sequence[Override] = ()) -> tuple[int, str, str]:
+        code, out, err = await self.raw_bytes(cwd, args, overrides)
         return code, _text(out), err
 
     async def repo(self, given: str) -> tuple[Path, list[Override]]:
-        """The repository's top folder (inside the roots) and the overrides its config needs."""
+        """The repository's top folder (inside the roots) and the overrides its config needs.
+
+        What git said about a folder is reused while nothing it depends on changed
+        (``gitcache``); the checks on the paths and the git directory run every time.
+        """
         real = self.policy.resolve(given)
         if not real.exists():
             raise ToolError(f"'{given}' does not exist")
         folder = real if real.is_dir() else real.parent
+        known = self.known.get(folder)
+        if known is None:
+            known = await self._ask_git(given, folder)
+        else:
+            self._check_locations(given, known)
+        return known.top, list(known.overrides)
+
+    async def _ask_git(self, given: str, folder: Path) -> Known:
+        started = time.time_ns()
         code, out, err = await self.raw(
             folder, ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"]
         )
         if code != 0:
             raise ToolError(f"'{given}' is not inside a git repository within the roots: {err.strip()}")
         top, git_dir, common_dir = (Path(p) for p in out.splitlines()[:3])
-        for what, path in (("repository", top), ("git directory", git_dir), ("common git directory", common_dir)):
+        known = Known(top, git_dir, common_dir, (), (), ())
+        self._check_locations(given, known)  # before git reads that repository's config
+        config = await self._config(top)
+        watched = watched_paths(folder, top, git_dir, common_dir, config)
+        known = Known(
+            top, git_dir, common_dir, tuple(driver_overrides(config.entries)), watched, tuple(map(stamp, watched))
+        )
+        self.known.put(folder, known, complete=config.complete, started_ns=started)
+        return known
+
+    def _check_locations(self, given: str, known: Known) -> None:
+        for what, path in (
+            ("repository", known.top),
+            ("git directory", known.git_dir),
+            ("common git directory", known.common_dir),
+        ):
             if self.policy.root_of(Path(os.path.realpath(path))) is None:
                 raise ToolError(f"refused: the {what} of '{given}' ({path}) is outside the allowed roots")
-        self._check_git_dir(given, git_dir, common_dir)
-        return top, await self._driver_overrides(top)
+        self._check_git_dir(given, known.git_dir, known.common_dir)
 
     def _check_git_dir(self, given: str, git_dir: Path, common_dir: Path) -> None:
         """Objects, refs and config must not come from outside the roots (symlinks, alternates)."""
-        entries: list[Path] = []
+        links: list[Path] = []
         for folder in {git_dir, common_dir}:
-            entries += [folder / name for name in GIT_DIR_ENTRIES]
+            links += [folder / name for name in GIT_DIR_ENTRIES if (folder / name).is_symlink()]
             for shallow in (folder / "objects", folder / "objects" / "pack", folder / "objects" / "info"):
                 if shallow.is_dir() and not shallow.is_symlink():
-                    entries += list(shallow.iterdir())
-            for parent, dirs, files in os.walk(folder / "refs"):  # symlinked dirs are listed, not entered
-                entries += [Path(parent, name) for name in (*dirs, *files)]
-        for entry in entries:
-            if entry.is_symlink() and self.policy.root_of(Path(os.path.realpath(entry))) is None:
-                raise ToolError(f"refused: {entry} of '{given}' leads outside the allowed roots")
+                    links += _symlinks(shallow, deep=False)
+            links += _symlinks(folder / "refs", deep=True)
+        for link in links:
+            if self.policy.root_of(Path(os.path.realpath(link))) is None:
+                raise ToolError(f"refused: {link} of '{given}' leads outside the allowed roots")
         alternates = common_dir / "objects" / "info" / "alternates"
         if alternates.is_file():
             for line in alternates.read_text(errors="replace").splitlines():
@@ -520,45 +565,46 @@ class Git:
                 if line.startswith('"') or self.policy.root_of(target) is None:
                     raise ToolError(f"refused: the object alternates of '{given}' lead outside the allowed roots")
 
-    async def _driver_overrides(self, top: Path) -> list[Override]:
-        """Blank every filter, diff and merge driver of every config scope git reads here.
+    async def _config(self, top: Path) -> Config:
+        """Every config entry git reads here, with the files it came from (to blank every driver they define).
 
         No scope option: git then reads exactly what a later command reads (local,
         config.worktree with extensions.worktreeConfig, included files; system and
         global are switched off by the environment).
         """
-        code, out, err = await self.raw_bytes(top, ["config", "--list", "--null", "--includes"])
+        code, out, err = await self.raw_bytes(top, ["config", "--list", "--null", "--includes", "--show-origin"])
         if code != 0:
             raise ToolError(f"refused: cannot read the git config of {self.policy.display(top) or '.'}: {err.strip()}")
-        return driver_overrides(out)
+        return read_config_listing(out, top)
 
     async def require_commits(self, top: Path, overrides: Sequence[Override], **revisions: str | None) -> None:
         """Refuse a revision naming a blob or a tree (by id, through a tag, or as a range end).
 
         ``git diff <blob> <blob>`` and ``git show <blob>`` print content under no path,
         so nothing could tell a deny-listed file's content from another's: the git
-        tools take commits only.
+        tools take commits only. Two git runs when all is well; the culprit is found
+        only when one is not.
         """
-        named: list[tuple[str, str, str]] = []
-        for name, rev in revisions.items():
-            if not rev:
-                continue
-            code, out, _ = await self.raw(top, ["rev-parse", "--revs-only", "--end-of-options", rev], overrides)
-            ids = [line.lstrip("^") for line in out.split()]
-            if code != 0 or not ids:
-                raise ToolError(f"{name} {rev!r} is not a revision of this repository")
-            named += [(name, rev, i) for i in ids]
-        if not named:
+        given = {name: rev for name, rev in revisions.items() if rev}
+        if not given or await self._all_commits(top, overrides, list(given.values())):
             return
-        peel = "".join(f"{i}^{{commit}}\n" for _, _, i in named).encode()
-        _, out, _ = await self.raw(top, ["cat-file", "--batch-check=%(objecttype)"], overrides, stdin=peel)
-        kinds = out.splitlines()
-        for i, (name, rev, _) in enumerate(named):
-            if i >= len(kinds) or kinds[i] != "commit":
+        for name, rev in given.items():
+            if not await self._all_commits(top, overrides, [rev]):
                 raise ToolError(
                     f"refused: {name} {rev!r} names a file's or folder's contents (a blob or tree), not a commit; "
                     "the git tools compare and show commits only: pass commits and limit them with path"
                 )
+
+    async def _all_commits(self, top: Path, overrides: Sequence[Override], revisions: list[str]) -> bool:
+        """Whether every object ``revisions`` name (ranges expanded, tags peeled) is a commit; unknown ones pass
+        (git's own command then says so)."""
+        _, out, _ = await self.raw(top, ["rev-parse", "--revs-only", "--end-of-options", *revisions], overrides)
+        ids = [line.lstrip("^") for line in out.split()]
+        if not ids:
+            return True
+        peeled = [f"{i}^{{commit}}" for i in ids]
+        code, _, _ = await self.raw(top, ["rev-parse", "--end-of-options", *peeled], overrides)
+        return code == 0
 
     def rel(self, top: Path, given: str) -> str:
         """A path argument as a repo-relative pathspec, after the path policy (deny_paths included)."""

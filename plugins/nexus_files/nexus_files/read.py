@@ -18,8 +18,8 @@ from .fs import SNIFF_BYTES, human_size, looks_binary, open_file, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 
-PathArg = Annotated[str, Field(description="A path inside the roots; relative paths start at the first root.")]
-DirArg = Annotated[str, Field(description="A folder inside the roots; relative paths start at the first root.")]
+PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
+DirArg = Annotated[str, Field(description="A folder inside the roots; relative to the first one.")]
 
 
 class FileContent(ToolOutput):
@@ -181,10 +181,9 @@ def register(register, ctx: PluginContext) -> None:
             int, Field(ge=0, le=100_000, description="Most lines to return; 0 means no line limit.")
         ] = 2000,
     ) -> FileContent:
-        """Read a text file as numbered lines (numbered from 1), skipping `offset` lines, at most `limit` lines.
+        """Read a text file as lines numbered from 1, skipping `offset` lines, at most `limit` of them.
 
-        When more follows, `next_offset` (and the note) gives the offset that reads on.
-        Output above max_output_bytes is cut the same way.
+        When more follows (or max_output_bytes cuts), `next_offset` is the offset that reads on.
         """
         text, shown = read_text(policy, path, config.max_file_size)
         lines = text.splitlines()

@@ -183,11 +183,7 @@ def register(register, ctx: PluginContext) -> None:
         max_results: Annotated[int, Field(ge=1, le=5000, description="Stop after this many matching lines.")] = 200,
         include_ignored: Annotated[bool, Field(description="Also search files .gitignore excludes.")] = False,
     ) -> GrepResult:
-        """Search file contents; results grouped by file with line numbers.
-
-        Respects .gitignore, skips binary files and files above max_file_size.
-        Uses ripgrep when present, a parallel pure-Python search otherwise (same results).
-        """
+        """Search file contents; matching lines grouped by file. Skips binary files, big files and .gitignored ones."""
         start = policy.resolve(path)
         if not start.exists():
             raise ToolError(f"'{path}' does not exist")
@@ -229,10 +225,7 @@ def register(register, ctx: PluginContext) -> None:
         include: Annotated[list[str], Field(description="Globs (gitignore syntax) filtering folder contents.")] = [],  # noqa: B006
         include_ignored: Annotated[bool, Field(description="Also take files .gitignore excludes.")] = False,
     ) -> Concatenation:
-        """Concatenate text files (folders expand to their files) under `==> path <==` headers.
-
-        Binary and oversized files are skipped with a reason; the total is capped at max_output_bytes.
-        """
+        """Text files (folders expand) under `==> path <==` headers; binary and oversized ones skipped, total capped."""
         keep = GlobFilter(include, [])
         chosen: list[Path] = []
         for given in paths:

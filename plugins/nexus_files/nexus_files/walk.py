@@ -53,19 +53,9 @@ class DenyFilter:
 
     def __init__(self, policy: PathPolicy) -> None:
         self.policy = policy
-        self.spec = pathspec.GitIgnoreSpec.from_lines(policy.deny_patterns) if policy.deny_patterns else None
-        self.roots = [(str(r), str(r) + os.sep) for r in policy.roots]
 
     def allows(self, path: str, is_dir: bool = False) -> bool:
-        for root, prefix in self.roots:
-            if path == root:
-                return True
-            if path.startswith(prefix):
-                if self.spec is None:
-                    return True
-                rel = path[len(prefix) :].replace(os.sep, "/")
-                return not self.spec.match_file(rel + "/" if is_dir else rel)
-        return False
+        return self.policy.visible(path, is_dir)
 
 
 class IgnoreRules:

@@ -29,7 +29,7 @@ from .fs import open_file, read_data, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 
-PathArg = Annotated[str, Field(description="A path inside the roots; relative paths start at the first root.")]
+PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
 
 
 class Edit(BaseModel):

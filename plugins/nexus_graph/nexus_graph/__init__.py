@@ -8,11 +8,11 @@ entropy report), ``interchange`` (Mermaid, JSON, memory-server import),
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
-
-__version__ = "0.1.0"
 
 
 @hookimpl
@@ -56,3 +56,9 @@ def nexus_shutdown(ctx: PluginContext) -> None:
     from nexus_graph.tools import forget
 
     forget(ctx)
+
+
+@hookimpl
+def nexus_console_pages(register) -> None:
+    script = Path(__file__).parent / "console" / "graph.js"
+    register("graph", title="Graph", script=script, views={"neighbors": "neighbourhood"}, order=30)

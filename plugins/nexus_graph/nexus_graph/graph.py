@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,8 @@ class GraphStore:
         self._problems: list[Problem] = []
         self._tails: dict[Path, Problem] = {}
         self._ignored_folders: set[str] = set()
+        self._listing: list[tuple[str | None, Path]] | None = None  # the files to read, while still true
+        self._listed: tuple[list[Path], tuple[storage.FolderStamp, ...]] = ([], ())
 
     # -- reading --------------------------------------------------------------------
 
@@ -144,10 +147,7 @@ class GraphStore:
 
     def _sync_once(self) -> bool:
         """Read what was appended since the last call; False when a file was rewritten (rebuild)."""
-        folders = storage.entity_files(self.root)
-        self._ignored_folders = {name for name in folders if name not in self.categories}
-        targets = [(name, path) for name, path in folders.items() if name in self.categories]
-        targets += [(None, path) for path in storage.relation_files(self.root)]
+        targets = self._targets()
         if set(self._files) - {path for _, path in targets}:
             return False  # a file vanished
         for category, path in targets:
@@ -167,6 +167,22 @@ class GraphStore:
             state.size, state.mtime_ns = st.st_size, st.st_mtime_ns
             self._ingest(path, category, state)
         return True
+
+    def _targets(self) -> list[tuple[str | None, Path]]:
+        """The files to read (category or None, path); listed again only when a folder holding them changed."""
+        folders, stamps = self._listed
+        if self._listing is not None and storage.folder_stamps(folders) == stamps:
+            return self._listing
+        started = time.time_ns()
+        found = storage.entity_files(self.root)
+        self._ignored_folders = {name for name in found if name not in self.categories}
+        targets: list[tuple[str | None, Path]] = [(n, p) for n, p in found.items() if n in self.categories]
+        targets += [(None, path) for path in storage.relation_files(self.root)]
+        folders = storage.listing_folders(self.root)
+        stamps = storage.folder_stamps(folders)
+        settled = all(s is None or s[1] < started - storage.SETTLED_NS for s in stamps)
+        self._listed, self._listing = (folders, stamps), (targets if settled else None)
+        return targets
 
     def _ingest(self, path: Path, category: str | None, state: storage.FileState) -> None:
         name = self.relative(path)

@@ -167,3 +167,31 @@ def relation_files(root: Path) -> list[Path]:
                 with os.scandir(year.path) as months:
                     found += [Path(m.path) for m in months if m.is_file() and MONTH_FILE_RE.match(m.name)]
     return sorted(found)
+
+
+FolderStamp = tuple[int, int] | None
+# Folder timestamps are coarse (a file created within the same tick leaves them unchanged), so a listing
+# is reused only when every folder it came from was last changed this long before the listing started.
+SETTLED_NS = 2_000_000_000
+
+
+def listing_folders(root: Path) -> list[Path]:
+    """The folders whose entries decide what ``entity_files`` and ``relation_files`` find."""
+    found = [root, root / RELATIONS_DIR]
+    for base in found[:2]:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(base) as entries:
+            found += [Path(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")]
+    return found
+
+
+def folder_stamps(folders: list[Path]) -> tuple[FolderStamp, ...]:
+    """(inode, mtime) of each folder, None when it is not there: a new or removed entry changes its mtime."""
+    stamps: list[FolderStamp] = []
+    for folder in folders:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((st.st_ino, st.st_mtime_ns))
+    return tuple(stamps)

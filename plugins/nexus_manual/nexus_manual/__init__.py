@@ -7,6 +7,8 @@ kept. Every folder and file goes through the host's path policy.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field, field_validator
 
 from nexus_core import (
@@ -20,8 +22,6 @@ from nexus_core import (
     ToolRegistrar,
     hookimpl,
 )
-
-__version__ = "0.1.0"
 
 
 class ManualConfig(PluginConfig):
@@ -98,3 +98,9 @@ def nexus_startup(ctx: PluginContext) -> None:
             lib.root()
         except (PermissionDenied, ToolError) as exc:
             ctx.log.warning("%s", exc)
+
+
+@hookimpl
+def nexus_console_pages(register, ctx: PluginContext) -> None:
+    script = Path(__file__).parent / "console" / "libraries.js"
+    register("libraries", title="Libraries", script=script, data={"libraries": sorted(ctx.config.libraries)}, order=40)

@@ -17,7 +17,7 @@ class Edge(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    from_: str = Field(alias="from", min_length=1, description="The entity whose front matter holds the relation.")
+    from_: str = Field(alias="from", min_length=1, description="The entity holding the relation.")
     to: str = Field(min_length=1, description="The entity it points to.")
     type: str = Field(min_length=1, description="The kind of relation.")
 
@@ -85,7 +85,7 @@ class EntitiesSections(BaseModel):
 
 class Changed(BaseModel):
     library: str
-    changed: list[str] = Field(description="Entities (or 'meta' for the manual) written or deleted.")
+    changed: list[str] = Field(description="Entities written or deleted ('meta': the manual).")
     message: str
 
 

@@ -26,7 +26,7 @@ from nexus_manual.models import (
     RenameResult,
 )
 
-LibraryName = Annotated[str, Field(min_length=1, description="The library (a configured folder) to work in.")]
+LibraryName = Annotated[str, Field(min_length=1, description="A configured library's name.")]
 EntityName = Annotated[str, Field(min_length=1, description="An entity's name (its file name without '.md').")]
 EntityNames = Annotated[list[str], Field(min_length=1, description="Entity names (file names without '.md').")]
 InSection = Annotated[

@@ -7,13 +7,13 @@ so server start stays fast.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from nexus_core import Category, PluginContext, hookimpl
 from nexus_memory.config import MemoryConfig
 from nexus_memory.tools import Runtime, register_prompts, register_resources, register_tools
-
-__version__ = "0.1.0"
 
 _RUNTIMES: dict[int, Runtime] = {}  # one per plugin context, so several hosts in one process stay apart
 
@@ -62,3 +62,17 @@ def nexus_shutdown(ctx: PluginContext) -> None:
     rt = _RUNTIMES.pop(id(ctx), None)
     if rt is not None:
         rt.close()
+
+
+@hookimpl
+def nexus_console_pages(register) -> None:
+    pages = Path(__file__).parent / "console"
+    fields = pages / "fields.js"  # the one module that reads the tools' fields
+    register(
+        "memories",
+        title="Memories",
+        script=[fields, pages / "memories.js"],
+        views={"recall_memories": "search", "get_memory": "memory"},
+        order=10,
+    )
+    register("health", title="Health", script=[fields, pages / "health.js"], order=20)

@@ -97,7 +97,7 @@ class MiniLMEmbedder:
 def _check_sha256(data: bytes, expected: str, what: str) -> None:
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
-        raise EmbedderError(f"{what} has sha256 {actual}, expected {expected}: reinstall nexus-memory")
+        raise EmbedderError(f"{what} has sha256 {actual}, expected {expected}: reinstall nexus-stack-memory")
 
 
 BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm": MiniLMEmbedder}

@@ -14,9 +14,9 @@ RELATION_TYPES: tuple[str, ...] = ("related", "supersedes", "contradicts", "exte
 
 class MemorySummary(BaseModel):
     id: str
-    summary: str = Field(description="The first ~200 characters of the content, cut at a word.")
+    summary: str = Field(description="The content's first ~200 characters.")
     memory_type: MemoryType
-    context: str = Field(description="The project the memory belongs to.")
+    context: str = Field(description="Its project.")
     tags: list[str]
     created_at: str
     updated_at: str

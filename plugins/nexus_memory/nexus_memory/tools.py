@@ -41,7 +41,7 @@ from nexus_memory.store import ChromaStore, StoreError
 
 T = TypeVar("T")
 
-MemoryId = Annotated[str, Field(min_length=1, description="A memory's id (UUID), from store/recall/list.")]
+MemoryId = Annotated[str, Field(min_length=1, description="An id from store, recall or list.")]
 Tags = Annotated[list[str] | None, Field(description="Tags such as technology, error family, component.")]
 ContextFilter = Annotated[str | None, Field(description="Only memories of this project (context_name).")]
 TagFilter = Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")]
@@ -87,11 +87,8 @@ def register_tools(register: Any, rt: Runtime) -> None:
         tags: Tags = None,
         memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
     ) -> StoredMemory:
-        """Remember something learned (a fix, a failure, a decision, an insight) for a project.
-
-        Returns the new id and an analysis: similar memories worth linking, and
-        insights (a likely duplicate: use update_memory instead; a possible
-        contradiction; a success that resolves an earlier failure).
+        """Remember something learned for a project. Returns its id, similar memories worth linking, and
+        insights: a likely duplicate (use update_memory), a contradiction, a success that resolves a failure.
         """
         return await rt.run(lambda s: s.store_memory(content, context_name, tags or [], memory_type))
 

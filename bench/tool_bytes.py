@@ -1,0 +1,86 @@
+"""Bytes of tool definitions a client receives from tools/list, per plugin and per profile.
+
+Starts ``nexus serve --standalone`` with every installed plugin: with each plugin's default grants,
+with every category granted, and with each built-in profile. It reads the raw tools/list reply off
+the pipe and splits each tool's bytes (compact JSON, as sent) into description, input schema and
+output schema (the rest is name, title, annotations and _meta).
+
+    .venv/bin/python bench/tool_bytes.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from pipe_client import Server
+
+from nexus_core.config import BUILTIN_PROFILES, parse_config
+from nexus_core.host import build_host
+
+
+def size(value: object) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def measure(config: Path, plugin_of: dict[str, str], *args: str) -> tuple[int, dict[str, dict[str, int]]]:
+    command = [sys.executable, "-m", "nexus_core", "serve", "--standalone", "--config", str(config), *args]
+    server = Server(command, env=None)
+    try:
+        server.handshake()
+        assert server.proc.stdin is not None and server.proc.stdout is not None
+        server.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {}})
+        raw = server.proc.stdout.readline()
+    finally:
+        server.close()
+    rows: dict[str, dict[str, int]] = {}
+    for tool in json.loads(raw)["result"]["tools"]:
+        row = rows.setdefault(
+            plugin_of.get(tool["name"], "?"), dict.fromkeys(("tools", "bytes", "desc", "in", "out"), 0)
+        )
+        row["tools"] += 1
+        row["bytes"] += size(tool)
+        row["desc"] += size(tool.get("description", ""))
+        row["in"] += size(tool.get("inputSchema", {}))
+        row["out"] += size(tool.get("outputSchema", {}))
+    return len(raw), rows
+
+
+def print_table(title: str, total: int, rows: dict[str, dict[str, int]]) -> None:
+    print(f"\n{title}: tools/list reply {total:,} bytes")
+    print(f"{'plugin':<8} {'tools':>5} {'bytes':>8} {'description':>12} {'input':>8} {'output':>8}")
+    total_row = {key: sum(row[key] for row in rows.values()) for key in ("tools", "bytes", "desc", "in", "out")}
+    for name, row in [*sorted(rows.items()), ("total", total_row)]:
+        print(f"{name:<8} {row['tools']:>5} {row['bytes']:>8,} {row['desc']:>12,} {row['in']:>8,} {row['out']:>8,}")
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="nexus-tool-bytes-"))
+    base = f'[server]\ndata_dir = "{work / "data"}"\nroots = ["{work}"]\n'
+    host = build_host(parse_config({"server": {"data_dir": str(work / "data"), "roots": [str(work)]}}))
+    plugin_of = {name: entry.plugin for name, entry in host.tools.items()}
+    every = "".join(
+        f"[plugins.{state.name}]\ncategories = {json.dumps(sorted(state.categories))}\n"
+        for state in host.plugins.values()
+        if state.categories
+    )
+    runs = {"default grants": (base, ()), "every category granted": (base + every, ())}
+    runs |= {f"profile {name}": (base, ("--profile", name)) for name in sorted(BUILTIN_PROFILES)}
+    print(f"python {sys.version.split()[0]}; plugins: {', '.join(sorted(set(plugin_of.values())))}")
+    totals = []
+    for title, (text, args) in runs.items():
+        config = work / "nexus.toml"
+        config.write_text(text)
+        total, rows = measure(config, plugin_of, *args)
+        totals.append((title, sum(r["tools"] for r in rows.values()), total))
+        if not args:
+            print_table(title, total, rows)
+    print(f"\n{'run':<24} {'tools':>5} {'reply bytes':>12}")
+    for title, tools, total in totals:
+        print(f"{title:<24} {tools:>5} {total:>12,}")
+
+
+if __name__ == "__main__":
+    main()

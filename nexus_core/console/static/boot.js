@@ -1,0 +1,3 @@
+/* Start the console once every page's script has registered its page. */
+"use strict";
+window.Nexus.bootConsole("/console");

@@ -1,0 +1,174 @@
+/* Health: analyze_knowledge's report, its issues linked to the memories concerned, and one-click fixes where
+ * it suggests one: one spelling for tags that look alike, links for memories that have none.
+ * Every fix is a series of the plugin's own tools (list_memories, update_memory, recall_memories,
+ * link_memories), so it obeys the same grants and leaves the same audit records as an assistant's.
+ */
+"use strict";
+(() => {
+  const F = Nexus.memoryFields;
+  const SHOWN = 30; // affected memories listed per issue
+  const SUGGEST = 10; // unlinked memories offered a link at a time
+
+  Nexus.page("memory/health", {
+    async render(root, route, nx) {
+      const { h } = nx;
+      root.append(h("h1", {}, "Knowledge health"));
+      const status = h("div", { class: "status" }, route.notice ? h("div", { class: "notice" }, route.notice) : "");
+      const body = h("div");
+      root.append(status, body);
+      nx.loading(body, "Analysing…");
+      let report;
+      try {
+        report = F.report(await nx.call("analyze_knowledge", {}));
+      } catch (error) {
+        body.replaceChildren(nx.problem(error));
+        return;
+      }
+      const again = (notice) => {
+        root.replaceChildren();
+        return Nexus.pages["memory/health"].render(root, { ...route, notice }, nx);
+      };
+      body.replaceChildren(
+        h(
+          "div",
+          { class: "panel row" },
+          h("div", { class: "health-score", title: "0 (neglected) to 100 (tagged, linked, fresh, consistent)" }, String(report.score)),
+          h(
+            "dl",
+            { class: "pairs" },
+            h("dt", {}, "memories"),
+            h("dd", {}, String(report.total)),
+            report.unlinked != null ? [h("dt", {}, "without links"), h("dd", {}, String(report.unlinked))] : "",
+            h("dt", {}, "projects"),
+            h("dd", {}, Object.entries(report.perContext).map(([c, n]) => h("span", { class: "chip" }, `${c}: ${n}`))),
+          ),
+        ),
+        report.suggestions.length ? h("ul", { class: "suggestions" }, report.suggestions.map((s) => h("li", {}, s))) : "",
+        report.issues.length ? "" : h("p", { class: "notice" }, "No issues."),
+        ...report.issues.map((issue) => issuePanel(issue, nx, status, again)),
+      );
+      for (const list of body.querySelectorAll("ul.affected")) summaries(list, nx);
+    },
+  });
+
+  function issuePanel(issue, nx, status, again) {
+    const { h } = nx;
+    const shown = issue.affected.slice(0, SHOWN);
+    return h(
+      "div",
+      { class: "panel issue", "data-issue": issue.type },
+      h("h2", {}, h("span", { class: `severity-${issue.severity}` }, issue.severity), " ", issue.type.replace(/_/g, " ")),
+      h("p", {}, issue.message),
+      h("p", { class: "muted" }, "Suggested: ", issue.action),
+      fixes(issue, nx, status, again),
+      h("details", {}, h("summary", {}, `${issue.affected.length} memories concerned`), h("ul", { class: "affected" }, shown.map((id) => h("li", { "data-id": id }, nx.link(id, `memory/memories/m/${encodeURIComponent(id)}`)))), issue.affected.length > SHOWN ? h("p", { class: "muted" }, `and ${issue.affected.length - SHOWN} more`) : ""),
+    );
+  }
+
+  /** Replace the ids of a list with the memories' summaries (one batch of get_memory calls). */
+  async function summaries(list, nx) {
+    const items = [...list.querySelectorAll("li[data-id]")];
+    if (!items.length) return;
+    const found = await nx.calls(items.map((li) => ({ tool: "get_memory", arguments: { memory_id: li.dataset.id } }))).catch(() => []);
+    found.forEach((outcome, i) => {
+      if (outcome.ok) items[i].querySelector("a").textContent = F.memory(outcome.result).summary;
+    });
+  }
+
+  function fixes(issue, nx, status, again) {
+    const { h } = nx;
+    if (issue.type === F.issue.similarTags) {
+      return h(
+        "div",
+        { class: "fixes" },
+        issue.details.map((group) => {
+          const [keep, ...others] = group.split(",").map((t) => t.trim()).filter(Boolean);
+          return h(
+            "div",
+            { class: "row" },
+            h("span", {}, nx.chips([keep, ...others])),
+            h("button", { type: "button", class: "primary", onclick: () => run(status, nx, () => retag(keep, others, nx), again) }, `Use “${keep}” for all`),
+          );
+        }),
+      );
+    }
+    if (issue.type === F.issue.unlinked) {
+      const area = h("div", { class: "fixes" });
+      area.append(h("button", { type: "button", onclick: () => suggestLinks(area, issue.affected.slice(0, SUGGEST), nx, status, again) }, `Suggest links for ${Math.min(SUGGEST, issue.affected.length)} of them`));
+      return area;
+    }
+    return "";
+  }
+
+  async function run(status, nx, work, again) {
+    status.replaceChildren(nx.h("p", { class: "muted" }, "Fixing…"));
+    try {
+      await again(await work());
+    } catch (error) {
+      status.replaceChildren(nx.problem(error));
+    }
+  }
+
+  /** Every memory tagged with one of ``others`` gets ``keep`` instead, a page of update_memory calls at a time. */
+  async function retag(keep, others, nx) {
+    let changed = 0;
+    for (let round = 0; round < 1000; round++) {
+      const page = F.listed(await nx.call("list_memories", { limit: 100, offset: 0, tag_filter: others }));
+      if (!page.memories.length) break;
+      const updates = page.memories.map((m) => ({
+        tool: "update_memory",
+        arguments: { memory_id: m.id, tags: [...new Set(m.tags.map((t) => (others.includes(t) ? keep : t)))] },
+      }));
+      const outcomes = await nx.calls(updates);
+      const failed = outcomes.find((o) => !o.ok);
+      if (failed) throw new nx.CallError(failed.error, { refused: failed.refused });
+      changed += outcomes.length;
+    }
+    return `${changed} memories now use “${keep}”.`;
+  }
+
+  /** For each unlinked memory, the closest other memory by meaning (recall_memories), offered as a link. */
+  async function suggestLinks(area, ids, nx, status, again) {
+    const { h } = nx;
+    nx.loading(area, "Looking for the closest memories…");
+    const got = await nx.calls(ids.map((id) => ({ tool: "get_memory", arguments: { memory_id: id } })));
+    const memories = got.filter((o) => o.ok).map((o) => F.memory(o.result));
+    const recalls = await nx.calls(memories.map((m) => ({ tool: "recall_memories", arguments: { query: m.content.slice(0, 1000), limit: 3 } })));
+    const pairs = [];
+    memories.forEach((m, i) => {
+      if (!recalls[i].ok) return;
+      const best = F.recalled(recalls[i].result).memories.find((r) => r.id !== m.id);
+      if (best) pairs.push({ from: m, to: best });
+    });
+    const link = (pair) => ({
+      tool: "link_memories",
+      arguments: { source_id: pair.from.id, target_id: pair.to.id, relation_type: "related", reason: `suggested by the console's health check (similarity ${nx.number(pair.to.similarity, 2)})` },
+    });
+    const linkAll = async (chosen) => {
+      const outcomes = await nx.calls(chosen.map(link));
+      const failed = outcomes.find((o) => !o.ok);
+      if (failed) throw new nx.CallError(failed.error, { refused: failed.refused });
+      return `Linked ${outcomes.length} ${outcomes.length === 1 ? "memory" : "memories"}.`;
+    };
+    area.replaceChildren(
+      pairs.length
+        ? h(
+            "ul",
+            { class: "suggested-links" },
+            pairs.map((pair) =>
+              h(
+                "li",
+                {},
+                nx.link(pair.from.summary, `memory/memories/m/${encodeURIComponent(pair.from.id)}`),
+                " → ",
+                nx.link(pair.to.summary, `memory/memories/m/${encodeURIComponent(pair.to.id)}`),
+                h("span", { class: "score" }, ` ${nx.number(pair.to.similarity, 2)} `),
+                h("button", { type: "button", onclick: () => run(status, nx, () => linkAll([pair]), again) }, "Link"),
+              ),
+            ),
+          )
+        : h("p", { class: "muted" }, "No suggestions."),
+      pairs.length ? h("button", { type: "button", class: "primary", onclick: () => run(status, nx, () => linkAll(pairs), again) }, "Link all suggested") : "",
+    );
+  }
+})();

@@ -1,0 +1,231 @@
+"""The console in a real headless chromium, against a real shared server opened with `nexus console`.
+
+Each test logs a fresh browser profile in with a one-time link, works the page as a person would, and
+checks the outcome through the official MCP client of the same server (and its audit log).
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.console.conftest import ConsoleServer, screenshot
+
+
+def test_search_open_edit_tags_and_a_refused_delete(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
+    page.fill("input[name=q]", "database migration lock timeout")
+    page.click("form[role=search] button[type=submit]")
+    first = page.locator("ul.results > li").first
+    first.wait_for()
+    assert "Alembic migration deadlock" in first.inner_text()
+    assert float(first.locator(".score").inner_text().split()[0]) > 0.2  # recall's similarity, shown
+    screenshot(page, "memories", tmp_path)
+
+    first.locator("a").first.click()
+    page.wait_for_selector("h1[data-memory]")
+    content = page.locator(".content")
+    assert content.locator("h1").inner_text() == "Alembic migration deadlock"  # Markdown, rendered
+    assert content.locator("strong").inner_text() == "migration lock"
+    assert content.locator("a").get_attribute("rel") == "noopener noreferrer nofollow"
+
+    page.click("details.panel summary:has-text('Edit')")
+    page.fill("input[name=tags]", "postgres, alembic, deploy")
+    page.click("button:has-text('Save changes')")
+    page.wait_for_selector(".tags .chip:has-text('deploy')")
+    memory_id = page.get_attribute("h1[data-memory]", "data-memory")
+    assert console_server.call("get_memory", {"memory_id": memory_id})["tags"] == ["postgres", "alembic", "deploy"]
+
+    page.click("summary:has-text('Delete or merge')")
+    delete = page.locator("button:has-text('Delete this memory')")
+    delete.click()
+    page.click("button:has-text('Click again to delete')")
+    refusal = page.locator(".problem.refused")
+    refusal.wait_for()
+    assert "permission denied" in refusal.inner_text() and "'delete' category" in refusal.inner_text()
+    screenshot(page, "memory", tmp_path)
+    assert console_server.call("get_memory", {"memory_id": memory_id})["id"] == memory_id  # still there
+
+    calls = [(e["client"], e["tool"], e["outcome"]) for e in console_server.audit()]
+    assert ("console", "update_memory", "ok") in calls and ("console", "delete_memory", "denied") in calls
+
+
+def test_memory_content_cannot_run_in_the_console(page: Any, console_server: ConsoleServer) -> None:
+    hostile = console_server.memory_ids[3]
+    page.goto(page.url.split("#")[0] + f"#/memory/memories/m/{hostile}")
+    page.wait_for_selector(".content strong")
+    assert page.evaluate("window.pwned") is None
+    content = page.locator(".content")
+    assert "<script>" in content.inner_text()  # shown as text
+    assert content.locator("script, img").count() == 0
+    assert content.locator("a").count() == 0  # the javascript: link is not a link
+    assert content.locator(".unsafe-link").inner_text() == "click"
+
+
+def test_a_graph_entity_and_its_neighbours(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
+    page.click("#nav a:has-text('Graph')")
+    page.fill("input[name=q]", "anyio")
+    page.click("form[role=search] button[type=submit]")
+    page.click("li[data-entity=anyio] a")
+    page.wait_for_selector("svg.graph .node[data-id=asyncio]")
+    drawn = set(page.eval_on_selector_all("svg.graph .node", "nodes => nodes.map(n => n.dataset.id)"))
+    assert drawn == {"anyio", "asyncio", "trio", "starlette"}  # one hop, both directions
+    assert page.locator("h2[data-entity=anyio]").inner_text() == "AnyIO"
+    assert page.locator(".relations.out li").count() == 2 and page.locator(".relations.in li").count() == 1
+    page.select_option("select[name=depth]", "2")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_selector("svg.graph .node[data-id=fastapi]")
+    page.wait_for_selector("h2[data-entity=anyio]")
+    screenshot(page, "graph", tmp_path)
+
+    page.click("svg.graph .node[data-id=starlette]")  # a click opens that entity's neighbourhood
+    page.wait_for_selector("h2[data-entity=starlette]")
+    assert {"fastapi", "uvicorn", "anyio"} <= {li.split()[-1] for li in page.locator(".relations li").all_inner_texts()}
+    page.click(".tabs a:has-text('Mermaid')")
+    assert "Starlette" in page.locator("pre.mermaid-source").inner_text()
+
+
+def test_a_library_section_its_contents_and_backlinks(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
+    page.click("#nav a:has-text('Libraries')")
+    page.click("ul.entities a:has-text('Deploy')")
+    page.wait_for_selector(".toc a:has-text('Rollback')")
+    assert page.locator(".entity-body h2").all_inner_texts() == ["Steps", "Rollback"]
+    assert page.locator(".relations.out li").inner_text().startswith("→ uses Docker")
+    page.click(".toc a:has-text('Rollback')")
+    section = page.locator("section[data-heading=Rollback]")
+    section.wait_for()
+    assert "kubectl rollout undo" in section.inner_text() and "Build the" not in section.inner_text()
+    section.locator("a:has-text('Docker')").click()  # a [[wikilink]]
+    page.wait_for_selector(".relations.in li:has-text('Deploy')")  # Docker's backlink
+    screenshot(page, "libraries", tmp_path)
+
+
+def test_health_fixes_look_alike_tags_in_one_click(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
+    page.click("#nav a:has-text('Health')")
+    issue = page.locator("[data-issue=similar_tags]")
+    issue.wait_for()
+    screenshot(page, "health", tmp_path)
+    issue.locator("button:text-is('Use “python” for all')").click()  # the most used spelling
+    page.wait_for_selector(".notice:has-text('now use')")
+    tags = console_server.call("get_memory", {"memory_id": console_server.memory_ids[1]})["tags"]
+    assert tags == ["python", "uvicorn"]
+    assert page.locator("[data-issue=similar_tags]").count() == 0
+
+
+def test_the_activity_table_shows_the_calls_just_made(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
+    console_server.call("recall_memories", {"query": "numpy pin"})  # an assistant's call, not the console's
+    page.click("#nav a:has-text('Activity')")
+    page.wait_for_selector("table.activity tbody tr")
+    rows = page.locator("table.activity tbody tr").all_inner_texts()
+    assert any("recall_memories" in r and "console" not in r for r in rows)
+    denied = page.locator("tr.outcome-denied")
+    assert denied.count() >= 1 and "delete_memory" in denied.first.inner_text()
+    page.wait_for_selector("table.plugins td:has-text('memory')")
+    memory_row = page.locator("table.plugins tr:has-text('memory')").first.inner_text()
+    assert "delete" in memory_row and "read" in memory_row
+    screenshot(page, "activity", tmp_path)
+
+    console_server.call("get_stats", {})  # live: appears without a reload
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('table.activity tbody tr')].some(r => r.innerText.includes('get_stats'))"
+    )
+
+
+class _AttackerPage(http.server.BaseHTTPRequestHandler):
+    """Another origin on this machine (same site, other port), whose page calls the console with the cookie."""
+
+    target = ""
+
+    def do_GET(self) -> None:
+        script = f"""<script>
+          fetch({self.target!r}, {{method: "POST", mode: "no-cors", credentials: "include",
+            headers: {{"content-type": "text/plain"}},
+            body: JSON.stringify({{tool: "update_memory", arguments: {{memory_id: "x", tags: ["pwned"]}}}})}})
+            .then(() => document.title = "sent", () => document.title = "sent");
+        </script>"""
+        body = script.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_another_origin_cannot_use_the_logged_in_browser(page: Any, console_server: ConsoleServer) -> None:
+    origin = page.url.split("/console")[0]
+    before = len(console_server.audit())
+    _AttackerPage.target = f"{origin}/console/api/call"
+    attacker = http.server.HTTPServer(("127.0.0.1", 0), _AttackerPage)
+    threading.Thread(target=attacker.serve_forever, daemon=True).start()
+    try:
+        responses: list[int] = []
+        page.on("response", lambda r: "/console/api/call" in r.url and responses.append(r.status))
+        page.goto(f"http://127.0.0.1:{attacker.server_address[1]}/")
+        page.wait_for_function("document.title === 'sent'")
+        page.wait_for_timeout(300)
+    finally:
+        attacker.shutdown()
+    assert responses == [403]
+    assert len(console_server.audit()) == before  # nothing reached the gate
+
+
+HOST_PAGE = """<!doctype html><html><body>
+<iframe id="view" sandbox="allow-scripts" style="width: 1000px; height: 700px"></iframe>
+<script>
+  const frame = document.getElementById("view");
+  const send = (message) => frame.contentWindow.postMessage(message, "*");
+  window.addEventListener("message", async (event) => {
+    const m = event.data;
+    if (m.method === "ui/initialize") {
+      send({jsonrpc: "2.0", id: m.id, result: {protocolVersion: "2026-01-26",
+            hostInfo: {name: "test host", version: "1"}, hostCapabilities: {serverTools: {}},
+            hostContext: {theme: "light"}}});
+    } else if (m.method === "ui/notifications/initialized") {
+      send({jsonrpc: "2.0", method: "ui/notifications/tool-result", params: window.toolResult});
+    } else if (m.method === "tools/call") {
+      window.proxied = (window.proxied || []).concat([m.params.name]);
+      send({jsonrpc: "2.0", id: m.id, result: await window.callTool(m.params.name, m.params.arguments)});
+    }
+  });
+</script></body></html>"""
+
+
+def test_the_memory_search_view_inside_an_mcp_apps_client(browser: Any, console_server: ConsoleServer) -> None:
+    """A stand-in for a client that renders MCP Apps: it shows the ui:// resource of recall_memories with the
+    tool's result, and relays the view's tools/call to the server (through the official MCP client)."""
+
+    async def fetch(session: Any) -> tuple[str, dict[str, Any]]:
+        html = (await session.read_resource("ui://nexus/memory/search.html")).contents[0].text
+        result = await session.call_tool("recall_memories", {"query": "uvicorn graceful shutdown", "limit": 3})
+        return html, result.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    view, result = console_server.mcp(fetch)
+
+    def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        async def work(session: Any) -> dict[str, Any]:
+            answer = await session.call_tool(name, arguments)
+            return answer.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+        return console_server.mcp(work)
+
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.expose_function("callTool", call_tool)
+        page.set_content(HOST_PAGE)
+        page.evaluate("([html, result]) => { window.toolResult = result; view.srcdoc = html; }", [view, result])
+        frame = page.frame_locator("#view")
+        first = frame.locator("ul.results > li").first
+        first.wait_for(timeout=30_000)
+        assert "SIGTERM" in first.inner_text()
+        first.locator("a").first.click()  # opens the memory in place, through the client's tools/call
+        frame.locator("h1[data-memory]").wait_for(timeout=60_000)
+        frame.locator("h3:has-text('From this memory')").wait_for(timeout=60_000)  # its links, fetched too
+        assert "timeout-graceful-shutdown" in frame.locator(".content").inner_text()
+        assert {"get_memory", "get_memory_links"} <= set(page.evaluate("window.proxied"))
+    finally:
+        context.close()

@@ -1,0 +1,44 @@
+"""`nexus doctor`: every installed client's entry checked as the client would run it, each problem with its fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import nexus_command, server_env
+
+
+def run(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        nexus_command(*args), capture_output=True, text=True, timeout=300, env=server_env(HOME=str(home)), cwd=cwd
+    )
+
+
+def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir(parents=True)
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text(json.dumps({"mcpServers": {"nexus": {"command": "/nowhere/nexus", "args": ["serve"]}}}))
+    claude_code = home / ".claude.json"
+    claude_code.write_text("{ not json")
+
+    broken = run("doctor", home=home, cwd=tmp_path)
+    assert broken.returncode == 1
+    assert "[FAIL] cursor" in broken.stdout and "its command '/nowhere/nexus' does not exist" in broken.stdout
+    assert "fix: run `nexus install cursor`" in broken.stdout
+    assert "[FAIL] claude-code" in broken.stdout and "does not parse" in broken.stdout
+    assert "[SKIP] codex: not installed" in broken.stdout
+
+    claude_code.write_text("{}\n")
+    installed = run("install", "cursor", "--root", str(project), home=home, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    fixed = run("doctor", home=home, cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout
+    assert "[  ok] cursor" in fixed.stdout and "the server started and listed" in fixed.stdout
+    assert "no problems found" in fixed.stdout
+
+    project.rmdir()
+    gone = run("doctor", home=home, cwd=tmp_path)
+    assert gone.returncode == 1 and f"root {project} does not exist" in gone.stdout

@@ -1,0 +1,97 @@
+"""Tool schemas without what tells a client nothing, validating exactly what they validated before."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, Field
+
+from nexus_core import hookimpl
+from nexus_core.schemas import compact
+
+
+class Leaf(BaseModel):
+    """A leaf."""
+
+    title: str = Field(description="A property that happens to be called title.")
+
+
+class Tree(BaseModel):
+    name: str
+    children: list[Tree] = Field(default_factory=list)
+
+
+class Result(BaseModel):
+    only: Leaf = Field(description="Used once.")
+    pair: list[Leaf]
+    tree: Tree
+    note: str | None = None
+
+
+class Args(BaseModel):
+    start_line: int = Field(1, ge=1)
+    leaf: Leaf
+
+
+def test_titles_go_single_use_definitions_are_inlined_and_output_defaults_drop() -> None:
+    schema = compact(Result.model_json_schema(), output=True)
+    text = json.dumps(schema)
+    assert '"title": {' in text and '"title": "' not in text  # the property stays, pydantic's titles go
+    assert set(schema["$defs"]) == {"Leaf", "Tree"}  # used twice, and recursive
+    assert schema["properties"]["tree"] == {"$ref": "#/$defs/Tree"}
+    assert "default" not in schema["properties"]["note"]
+    args = compact(Args.model_json_schema())
+    assert "$defs" not in args and args["properties"]["leaf"]["properties"]["title"]["type"] == "string"
+    assert args["properties"]["start_line"] == {"default": 1, "minimum": 1, "type": "integer"}  # defaults stay
+
+
+@pytest.mark.parametrize(
+    "instance",
+    [
+        {"only": {"title": "a"}, "pair": [], "tree": {"name": "r", "children": [{"name": "c"}]}},
+        {"only": {"title": "a"}, "pair": [{"title": "b"}], "tree": {"name": "r"}, "note": None},
+        {"only": {}, "pair": [], "tree": {"name": "r"}},
+        {"only": {"title": 1}, "pair": [], "tree": {"name": "r"}},
+        {"only": {"title": "a"}, "pair": [{"title": "b"}], "tree": {"name": "r", "children": [{"children": []}]}},
+        {"only": {"title": "a"}, "pair": [], "tree": {"name": "r"}, "note": 3},
+    ],
+)
+def test_the_same_instances_pass_and_fail(instance: dict[str, Any]) -> None:
+    full = Result.model_json_schema()
+    assert _valid(full, instance) == _valid(compact(full, output=True), instance)
+
+
+def _valid(schema: dict[str, Any], instance: Any) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(instance)
+
+
+@pytest.mark.anyio
+async def test_tools_list_carries_compact_schemas_and_clean_descriptions(make_host: Any) -> None:
+    class Plugin:
+        @hookimpl
+        def nexus_register_tools(self, register: Any) -> None:
+            def lines(path: str, start_line: int = 1) -> Leaf:
+                """Read lines.
+
+                Indented second paragraph.
+                """
+                return Leaf(title=path)
+
+            register(lines, category="default")
+
+    host = make_host({"demo": Plugin()})
+    (tool,) = await host.server.list_tools()
+    assert tool.description == "Read lines.\n\nIndented second paragraph."
+    assert tool.input_schema["properties"] == {
+        "path": {"type": "string"},
+        "start_line": {"default": 1, "type": "integer"},
+    }
+    assert tool.output_schema == {
+        "description": "A leaf.",
+        "properties": {"title": {"description": "A property that happens to be called title.", "type": "string"}},
+        "required": ["title"],
+        "type": "object",
+    }
