@@ -20,6 +20,7 @@ _EXPORTS = {
     "ToolError": "mcp.server.mcpserver.exceptions",
     "atomic_write": "nexus_core.atomic",
     "load_config": "nexus_core.config",
+    "write_at": "nexus_core.atomic",
     "ConfigError": "nexus_core.errors",
     "NexusError": "nexus_core.errors",
     "PermissionDenied": "nexus_core.errors",
@@ -29,6 +30,8 @@ _EXPORTS = {
     "LiveResource": "nexus_core.live",
     "LiveTool": "nexus_core.live",
     "locked": "nexus_core.locks",
+    "make_undumpable": "nexus_core.hardening",
+    "lock_path": "nexus_core.locks",
     "Category": "nexus_core.permissions",
     "ToolContext": "nexus_core.tool_files",
     "PathPolicy": "nexus_core.permissions",
@@ -37,6 +40,8 @@ _EXPORTS = {
     "PromptRegistrar": "nexus_core.registry",
     "ResourceRegistrar": "nexus_core.registry",
     "ToolRegistrar": "nexus_core.registry",
+    "OpenedFile": "nexus_core.safe_open",
+    "Raced": "nexus_core.safe_open",
 }
 
 __version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
@@ -48,12 +53,14 @@ __all__ = [
     "LiveResource",
     "LiveTool",
     "NexusError",
+    "OpenedFile",
     "PathPolicy",
     "PermissionDenied",
     "PluginConfig",
     "PluginContext",
     "PluginError",
     "PromptRegistrar",
+    "Raced",
     "ResourceRegistrar",
     "ToolContext",
     "ToolError",
@@ -61,7 +68,10 @@ __all__ = [
     "atomic_write",
     "hookimpl",
     "load_config",
+    "lock_path",
     "locked",
+    "make_undumpable",
+    "write_at",
 ]
 
 
@@ -77,12 +87,14 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from nexus_core.atomic import atomic_write
+    from nexus_core.atomic import atomic_write, write_at
     from nexus_core.config import load_config
     from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
+    from nexus_core.hardening import make_undumpable
     from nexus_core.hookspecs import hookimpl
     from nexus_core.live import LivePrompt, LiveResource, LiveTool
-    from nexus_core.locks import locked
+    from nexus_core.locks import lock_path, locked
     from nexus_core.permissions import Category, PathPolicy
     from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+    from nexus_core.safe_open import OpenedFile, Raced
     from nexus_core.tool_files import ToolContext

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 import time
 from pathlib import Path
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 STALE_AFTER = 60.0  # seconds: a temp file this old belongs to a write that was killed, not to one under way
 
 
@@ -19,26 +20,45 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     one ``os.replace``, so a crash at any point leaves the old file or the new one.
     An existing file keeps its permission bits; a new one gets 0o666 minus the umask.
     """
+    folder = os.open(path.parent, _DIR_FLAGS)
+    try:
+        write_at(folder, path.name, data, mode=mode)
+    finally:
+        os.close(folder)
+
+
+def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = None) -> bool:
+    """``atomic_write`` of the entry ``name`` in the folder open as ``dir_fd``; True when it was created.
+
+    Nothing here follows a symlink: the temp file is created with ``O_EXCL | O_NOFOLLOW``
+    and the rename replaces the entry itself, so a symlink planted at ``name`` is
+    replaced, never written through.
+    """
     if isinstance(data, str):
         data = data.encode("utf-8")
-    sweep(path.parent, f".{path.name}.")
+    _sweep_at(dir_fd, f".{name[:200]}.")
+    try:
+        old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and stat.S_ISDIR(old.st_mode):
+        raise IsADirectoryError(21, "Is a directory", name)
     if mode is None:
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        mode = stat.S_IMODE(old.st_mode) if old is not None and stat.S_ISREG(old.st_mode) else 0o666 & ~_umask()
+    tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"  # within NAME_MAX whatever the name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
+    return old is None
 
 
 def sweep(folder: Path, prefix: str = ".", *, recursive: bool = False) -> int:
@@ -54,6 +74,23 @@ def sweep(folder: Path, prefix: str = ".", *, recursive: bool = False) -> int:
                     tmp.unlink()
                     removed += 1
     return removed
+
+
+def _sweep_at(dir_fd: int, prefix: str) -> None:
+    """``sweep`` of one name's leftovers in the folder open as ``dir_fd`` (which may be an O_PATH descriptor)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        listing = os.open(".", _DIR_FLAGS, dir_fd=dir_fd)
+        try:
+            with os.scandir(listing) as it:
+                names = [e.name for e in it if e.name.startswith(prefix) and e.name.endswith(".tmp")]
+        finally:
+            os.close(listing)
+        for tmp in names:
+            with contextlib.suppress(OSError):
+                info = os.stat(tmp, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_AFTER:
+                    os.unlink(tmp, dir_fd=dir_fd)
 
 
 def _umask() -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pathspec
 
 from nexus_core.errors import PermissionDenied
+from nexus_core.safe_open import SafeOpening
 from nexus_core.sensitive import RUNS_CODE, SECRETS, SYSTEM, SecretMatcher, anywhere
 from nexus_core.sessions import NO_ROOTS, current
 
@@ -60,7 +61,7 @@ class Grants:
         return None
 
 
-class PathPolicy:
+class PathPolicy(SafeOpening):
     """The one place a plugin turns a user-supplied path into a real path it may touch.
 
     Roots are the configured ones, else the calling session's (see ``sessions``),
@@ -74,6 +75,9 @@ class PathPolicy:
     that runs programs) and virtualenvs, to files that run code later
     (``sensitive.RUNS_CODE``), and to ``protected`` paths: Nexus's own config,
     plugin folders, data and installed code.
+
+    ``open_read``, ``open_folder`` and ``write_file`` (``safe_open``) resolve and
+    then open race-free: use them rather than opening a resolved path.
     """
 
     def __init__(

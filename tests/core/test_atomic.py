@@ -23,7 +23,7 @@ def test_a_failed_rename_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeyp
     path = tmp_path / "data.bin"
     path.write_bytes(b"old")
 
-    def refuse(*args: object) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", refuse)

@@ -17,7 +17,7 @@ GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
 }
-ALL = ["read", "search", "write", "execute", "vcs"]
+ALL = ["read", "search", "write", "execute", "python", "vcs"]
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:

@@ -56,7 +56,7 @@ async def test_refusals_name_the_reason(files_client, outside):
 
 async def test_timeout_kills_the_process_group(files_client, repo):
     async with files_client(categories=EXEC, allowed_commands=["sleep", "echo"], command_timeout=5) as client:
-        message = await fail(client, "run_command", command="echo started; sleep 30 & sleep 30", timeout=0.5)
+        message = await fail(client, "run_command", command="echo started; sleep 30 | sleep 30", timeout=0.5)
         assert "timed out after 0.5 s" in message and "started" in message
 
 
@@ -76,9 +76,15 @@ async def test_output_is_capped(files_client):
         assert result["truncated"] and len(result["stdout"]) == 1000 and result["exit_code"] == 0
 
 
+async def test_run_python_is_its_own_category(files_client):
+    async with files_client(categories=EXEC) as client:
+        assert "run_python" not in {t.name for t in (await client.list_tools()).tools}
+        assert "'python' category" in await fail(client, "run_python", code="print(1)")
+
+
 async def test_run_python(files_client, repo, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
-    async with files_client(categories=EXEC) as client:
+    async with files_client(categories=["read", "python"]) as client:
         code = "import os, sys\nprint(os.getcwd())\nprint(os.environ.get('GITHUB_TOKEN'))\nsys.exit(3)\n"
         result = await call(client, "run_python", code=code, cwd="src")
         assert result["stdout"].split() == [str(repo / "src"), "None"] and result["exit_code"] == 3

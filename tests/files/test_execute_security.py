@@ -115,8 +115,8 @@ ARGUMENT_ATTACKS = [
     ("cat ~", ".", "outside the allowed roots"),
     ("cat ~root/x", ".", "unquoted '~' here may be expanded"),
     ("cat HEAD~1", ".", "unquoted '~' here may be expanded"),
-    ("cat --file=/etc/hostname", ".", "outside the allowed roots"),
-    ("cat -o/etc/hostname", ".", "outside the allowed roots"),
+    ("cat --file=/etc/hostname", ".", "'cat' has no option --file"),
+    ("cat -o/etc/hostname", ".", "'cat' has no option -o"),
     ("cat .e*", ".", "would match a file the path policy refuses"),
     ("cat .en?", ".", "would match a file the path policy refuses"),
     ("cat sub/*.p?m", ".", "would match a file the path policy refuses"),
@@ -129,8 +129,8 @@ ARGUMENT_ATTACKS = [
     ("wc < .env", ".", "deny_paths"),
     ("echo x > .git/config", ".", "writes there are refused"),
     ("find . -exec cat {{}} +", ".", "grouping and brace expansion"),
-    ("find . -name x -exec cat \\;", ".", "'find -exec' runs or deletes things"),
-    ("find . -delete", ".", "'find -delete' runs or deletes things"),
+    ("find . -name x -exec cat \\;", ".", "'find -exec' runs a program"),
+    ("find . -delete", ".", "'find -delete' deletes what it finds"),
     ("git -c alias.x='!touch {marker}' x", ".", "'git' is in denied_commands"),
     ("git status", ".", "'git' is in denied_commands"),
 ]
@@ -162,8 +162,9 @@ async def test_ordinary_commands_still_run(files_client, secrets):
         assert (secrets / "copy.txt").read_text() == "it's fine\n"
         globbed = await call(client, "run_command", command="cat src/*.py | wc -l", cwd=".")
         assert int(globbed["stdout"]) == 7
-        found = await call(client, "run_command", command="find src -name '*.py' | sort")
-        assert found["stdout"].split() == ["src/app.py", "src/pkg/util.py"]
+        found = await call(client, "run_command", command="find src/pkg docs -name '*.py' | sort")
+        assert found["stdout"].split() == ["src/pkg/util.py"]
+        assert "'.env' there is hidden" in await fail(client, "run_command", command="find src -name '*.py'")
         both = await call(client, "run_command", command="cat missing 2>&1 || true")
         assert "missing" in both["stdout"] and both["exit_code"] == 0
 
@@ -200,7 +201,7 @@ async def test_environment_is_an_allowlist(files_client, monkeypatch):
     }.items():
         monkeypatch.setenv(name, value)
     config = {"allowed_commands": ["printenv"], "pass_env": ["MY_SETTING", "LD_PRELOAD", "BASH_ENV"]}
-    async with files_client(categories=EXEC, **config) as client:
+    async with files_client(categories=[*EXEC, "python"], **config) as client:
         printed = (await call(client, "run_command", command="printenv"))["stdout"]
         python = (await call(client, "run_python", code="import os; print(dict(os.environ))"))["stdout"]
     for out in (printed, python):
@@ -209,7 +210,9 @@ async def test_environment_is_an_allowlist(files_client, monkeypatch):
         assert "visible" in out and "LC_TIME" in out and "PATH" in out
 
 
-async def test_background_job_does_not_turn_into_a_timeout(files_client):
-    async with files_client(categories=EXEC, allowed_commands=["echo", "sleep"], command_timeout=20) as client:
-        result = await call(client, "run_command", command="echo started; sleep 30 &")
-    assert result["exit_code"] == 0 and result["stdout"] == "started\n" and not result["truncated"]
+async def test_background_jobs_are_refused(files_client, tmp_path):
+    marker = tmp_path / "MARKER"
+    async with files_client(categories=EXEC, allowed_commands=["echo", "sleep", "touch"], command_timeout=20) as client:
+        message = await fail(client, "run_command", command=f"echo started; sleep 1 && touch {marker} &")
+    assert "background jobs ('&') are not allowed" in message
+    assert not marker.exists()

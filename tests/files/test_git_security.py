@@ -175,3 +175,42 @@ async def test_diffs_withhold_deny_listed_files(files_client, repo):
         assert "deny_paths" in await fail(client, "git_log", path="keys dir/clé server.pem")
         assert "deny_paths" in await fail(client, "git_diff", path=".env")
         assert "deny_paths" in await fail(client, "git_show", path="id.pem")
+
+
+async def test_blob_and_tree_ids_cannot_show_hidden_content(files_client, repo):
+    """git diff <blob> <blob> and git show <blob> print content under no path: only commits are taken."""
+    canary = "BLOB-CANARY-2c9e"
+    (repo / ".env").write_text(f"TOKEN={canary}\n")
+    (repo / "secrets").mkdir()
+    (repo / "secrets" / "key.txt").write_text(f"{canary}\n")
+    git(repo, "add", "-f", ".env", "secrets")
+    git(repo, "commit", "-q", "-m", "Secrets by mistake")
+    env_blob = git(repo, "rev-parse", "HEAD:.env").strip()
+    readme_blob = git(repo, "rev-parse", "HEAD:README.md").strip()
+    secrets_tree = git(repo, "rev-parse", "HEAD:secrets").strip()
+    empty_tree = git(repo, "hash-object", "-t", "tree", "/dev/null").strip()
+    git(repo, "tag", "env-tag", env_blob)
+    texts = []
+    async with files_client(deny_paths=["**/.env", "secrets/"]) as client:
+        for tool, args in [
+            ("git_diff", {"base": readme_blob, "target": env_blob}),
+            ("git_diff", {"base": env_blob[:10], "target": readme_blob[:10]}),
+            ("git_diff", {"base": empty_tree, "target": secrets_tree}),
+            ("git_diff", {"base": "HEAD", "target": "env-tag"}),
+            ("git_diff", {"base": env_blob}),
+            ("git_show", {"revision": env_blob}),
+            ("git_show", {"revision": "env-tag"}),
+            ("git_show", {"revision": secrets_tree}),
+        ]:
+            message = await fail(client, tool, **args)
+            assert "not a commit" in message, (tool, args, message)
+            texts.append(message)
+        try:
+            texts.append(str(await client.get_prompt("review_diff", {"base": env_blob})))
+        except Exception as exc:  # the prompt's refusal is a JSON-RPC error
+            texts.append(str(exc))
+        assert "not a commit" in texts[-1]
+        shown = await call(client, "git_show", revision="HEAD")  # commits still work, hidden files withheld
+        assert shown["withheld"] == 2
+        texts.append(str(shown))
+    assert not any(canary in text for text in texts)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 
+import anyio
 import pytest
 
 import nexus_files.walk
@@ -150,3 +152,42 @@ async def test_concat_files_byte_cap(files_client, repo):
 def test_rg_binary_comes_from_the_wheel():
     found = nexus_files.walk.ripgrep("auto", None)
     assert found and shutil.which(found)
+
+
+async def test_a_catastrophic_regex_stays_within_search_timeout_and_blocks_nothing(files_client, repo):
+    """``(a+)+$`` ran 33 s in Python's backtracking engine, holding the GIL; RE2 is linear in the text."""
+    (repo / "docs" / "as.txt").write_text(("a" * 26 + "!\n") * 20)
+    async with files_client(use_ripgrep="never", search_timeout=5) as client:
+        timings: dict[str, float] = {}
+
+        async def timed(name: str, tool: str, **args) -> None:
+            started = anyio.current_time()
+            await call(client, tool, **args)
+            timings[name] = anyio.current_time() - started
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(functools.partial(timed, "grep", "grep", pattern="(a+)+$", path="docs"))
+                await anyio.sleep(0.05)
+                tg.start_soon(functools.partial(timed, "read", "read_file", path="README.md"))
+    assert timings["grep"] < 5 and timings["read"] < 2, timings
+
+
+async def test_the_python_engine_stops_at_search_timeout_while_other_calls_go_on(files_client, repo):
+    folder = repo / "data"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"f{i:02d}.txt").write_text(("x" * 120 + "\n") * 2000)  # 40 x 240 KB
+    async with files_client(use_ripgrep="never", search_timeout=0.01) as client:
+        started = anyio.current_time()
+        async with anyio.create_task_group() as tg:
+            messages: list[str] = []
+
+            async def slow() -> None:
+                messages.append(await fail(client, "grep", pattern="(x+x+)+y", path="data"))
+
+            tg.start_soon(slow)
+            read = await call(client, "read_file", path="README.md")
+        elapsed = anyio.current_time() - started
+    assert "took longer than search_timeout (0.01 s)" in messages[0]
+    assert read["content"].startswith("     1\t# Demo") and elapsed < 3

@@ -19,7 +19,14 @@ def nexus_permission_categories() -> list[Category]:
         Category(name="read", description="Read files and list folders inside the roots.", default=True),
         Category(name="search", description="Find files by glob and search their contents.", default=True),
         Category(name="write", description="Create, change, move and delete files inside the roots."),
-        Category(name="execute", description="Run allowlisted shell commands and Python scripts."),
+        Category(
+            name="execute",
+            description="Run allowlisted shell commands, each argument checked by the command's spec.",
+        ),
+        Category(
+            name="python",
+            description="Run Python scripts (run_python): as much access as your own user account has.",
+        ),
         Category(name="vcs", description="Read-only git: status, log, diff, show, blame, branches.", default=True),
     ]
 

@@ -39,6 +39,11 @@ class FilesConfig(PluginConfig):
     allowed_commands: list[str] = Field(
         default_factory=list, description="Command names run_command may run; empty refuses every command."
     )
+    trusted_commands: list[str] = Field(
+        default_factory=list,
+        description="Commands run_command runs although it has no argument spec for them (pytest, ruff, cargo, ...): "
+        "their arguments get only the path check, and their options may read, write or run whatever the program can.",
+    )
     denied_commands: list[str] = Field(
         default_factory=lambda: list(DEFAULT_DENIED_COMMANDS), description="Never run, even when allowed."
     )

@@ -1,4 +1,9 @@
-"""The execute category: run_command (the user's shell, after strict validation) and run_python."""
+"""run_command (the execute category: the user's shell, after strict validation) and run_python.
+
+run_python has a category of its own, ``python``, off by default: a script can
+do whatever the user can, so granting it is granting full access. Both run their
+child under the reaper (nothing outlives the call) with an allowlisted environment.
+"""
 
 from __future__ import annotations
 
@@ -117,6 +122,7 @@ def register(register, ctx: PluginContext) -> None:
             env=child_env(config.pass_env, folder),
             timeout=limit,
             max_output=config.max_output_bytes,
+            contain=True,
         )
         return result(command, folder, out, limit, shell)
 
@@ -138,6 +144,7 @@ def register(register, ctx: PluginContext) -> None:
             timeout=limit,
             max_output=config.max_output_bytes,
             stdin=code.encode("utf-8"),
+            contain=True,
         )
         return result(f"python ({len(code.splitlines())} lines)", folder, out, limit, None)
 
@@ -151,4 +158,4 @@ def register(register, ctx: PluginContext) -> None:
         destructive=True,
         open_world=True,
     )
-    register(tool(run_python), category="execute", title="Run a Python script", destructive=True, open_world=True)
+    register(tool(run_python), category="python", title="Run a Python script", destructive=True, open_world=True)

@@ -1,10 +1,8 @@
-"""Small filesystem helpers shared by the tools: size limits, text detection, atomic writes."""
+"""Small filesystem helpers shared by the tools: race-free opening, size limits, text detection."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from nexus_core import ToolError
+from nexus_core import OpenedFile, PathPolicy, ToolError
 
 SNIFF_BYTES = 8192
 
@@ -18,24 +16,38 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def check_size(path: Path, shown: str, limit: int) -> int:
-    """The file's size, or a ToolError naming the size and the limit when it is too large."""
-    size = path.stat().st_size
-    if size > limit:
-        raise ToolError(
+class TooLarge(ToolError):
+    """A file above max_file_size: the message names its size and the limit."""
+
+    def __init__(self, size: int, shown: str, limit: int) -> None:
+        self.size = size
+        super().__init__(
             f"'{shown}' is {size} bytes ({human_size(size)}), above max_file_size of {limit} bytes "
             f"({human_size(limit)}); use tail, grep or file_info instead"
         )
-    return size
 
 
-def require_file(path: Path, shown: str) -> None:
-    if not path.exists():
-        raise ToolError(f"'{shown}' does not exist")
-    if path.is_dir():
-        raise ToolError(f"'{shown}' is a directory; use list_directory or directory_tree")
-    if not path.is_file():
-        raise ToolError(f"'{shown}' is not a regular file")
+def open_file(policy: PathPolicy, given: str, *, folders: bool = False, shown: str = "") -> OpenedFile:
+    """``policy.open_read`` (resolve, then open race-free) with this plugin's messages for what is not a file."""
+    shown = shown or given
+    try:
+        return policy.open_read(given, folders=folders)
+    except FileNotFoundError:
+        raise ToolError(f"'{shown}' does not exist") from None
+    except IsADirectoryError:
+        raise ToolError(f"'{shown}' is a directory; use list_directory or directory_tree") from None
+    except NotADirectoryError:
+        raise ToolError(f"'{shown}' does not exist (a part of it is a file, not a folder)") from None
+
+
+def read_data(opened: OpenedFile, shown: str, limit: int) -> bytes:
+    """All of an opened file, refusing one above ``limit`` bytes (even if it grew after it was opened)."""
+    if opened.stat.st_size > limit:
+        raise TooLarge(opened.stat.st_size, shown, limit)
+    data = opened.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(len(data), shown, limit)
+    return data
 
 
 def looks_binary(data: bytes) -> bool:
@@ -43,11 +55,15 @@ def looks_binary(data: bytes) -> bool:
     return b"\x00" in data
 
 
-def read_text(path: Path, shown: str, limit: int) -> str:
-    """A text file's content (UTF-8, undecodable bytes replaced), refusing large and binary files."""
-    require_file(path, shown)
-    check_size(path, shown, limit)
-    data = path.read_bytes()
+def decode_text(data: bytes, shown: str) -> str:
+    """UTF-8 text (undecodable bytes replaced), refusing binary content."""
     if looks_binary(data[:SNIFF_BYTES]):
         raise ToolError(f"'{shown}' is a binary file ({len(data)} bytes); use file_info to inspect it")
     return data.decode("utf-8", errors="replace")
+
+
+def read_text(policy: PathPolicy, given: str, limit: int, *, shown: str = "") -> tuple[str, str]:
+    """A text file inside the roots, opened race-free: (its content, its path for output)."""
+    with open_file(policy, given, shown=shown) as opened:
+        shown = shown or policy.display(opened.path)
+        return decode_text(read_data(opened, shown, limit), shown), shown

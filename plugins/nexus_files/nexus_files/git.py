@@ -5,8 +5,9 @@ config overrides (GIT_CONFIG_COUNT) that keep a repository's own config from
 running programs: fsmonitor, hooks, pager, and every filter, diff and merge
 driver found in any config file git reads there (includes and
 config.worktree too). User-supplied values starting with ``-`` are refused,
-revisions come after ``--end-of-options`` and paths after ``--``. Diff
-sections and status entries of deny-listed paths are withheld.
+revisions come after ``--end-of-options`` and paths after ``--``; diffs and
+shows take commits only (a blob's or tree's id would show content under no
+path). Diff sections and status entries of deny-listed paths are withheld.
 """
 
 from __future__ import annotations
@@ -576,6 +577,35 @@ class Git:
             raise ToolError(f"refused: cannot read the git config of {self.policy.display(top) or '.'}: {err.strip()}")
         return read_config_listing(out, top)
 
+    async def require_commits(self, top: Path, overrides: Sequence[Override], **revisions: str | None) -> None:
+        """Refuse a revision naming a blob or a tree (by id, through a tag, or as a range end).
+
+        ``git diff <blob> <blob>`` and ``git show <blob>`` print content under no path,
+        so nothing could tell a deny-listed file's content from another's: the git
+        tools take commits only. Two git runs when all is well; the culprit is found
+        only when one is not.
+        """
+        given = {name: rev for name, rev in revisions.items() if rev}
+        if not given or await self._all_commits(top, overrides, list(given.values())):
+            return
+        for name, rev in given.items():
+            if not await self._all_commits(top, overrides, [rev]):
+                raise ToolError(
+                    f"refused: {name} {rev!r} names a file's or folder's contents (a blob or tree), not a commit; "
+                    "the git tools compare and show commits only: pass commits and limit them with path"
+                )
+
+    async def _all_commits(self, top: Path, overrides: Sequence[Override], revisions: list[str]) -> bool:
+        """Whether every object ``revisions`` name (ranges expanded, tags peeled) is a commit; unknown ones pass
+        (git's own command then says so)."""
+        _, out, _ = await self.raw(top, ["rev-parse", "--revs-only", "--end-of-options", *revisions], overrides)
+        ids = [line.lstrip("^") for line in out.split()]
+        if not ids:
+            return True
+        peeled = [f"{i}^{{commit}}" for i in ids]
+        code, _, _ = await self.raw(top, ["rev-parse", "--end-of-options", *peeled], overrides)
+        return code == 0
+
     def rel(self, top: Path, given: str) -> str:
         """A path argument as a repo-relative pathspec, after the path policy (deny_paths included)."""
         real = self.policy.resolve(given)
@@ -707,6 +737,7 @@ def register(register, ctx: PluginContext) -> None:
         if staged and target:
             raise ToolError("staged compares the index with a revision; do not combine it with target")
         top, ov = await git.repo(repo)
+        await git.require_commits(top, ov, base=base, target=target)
         revs = [r for r in (base, target) if r]
         what = ["--cached"] if staged else []
         description = (
@@ -733,6 +764,7 @@ def register(register, ctx: PluginContext) -> None:
         refuse_options(repo=repo, path=path)
         check_revision("revision", revision)
         top, ov = await git.repo(repo)
+        await git.require_commits(top, ov, revision=revision)
         tail = ["--end-of-options", revision, "--", *([git.rel(top, path)] if path else [])]
         meta = await git.run(top, ov, ["show", "--no-patch", f"--format={LOG_FORMAT}%B", *tail])
         head, _, body = meta.partition("\x1e")

@@ -4,6 +4,12 @@ Both search the files ``walk`` would list (see walk.py), skip binary files (a
 NUL byte) and files above max_file_size, and report per file the matching
 lines plus context lines. ``trim`` then orders files as a sorted depth-first
 walk and applies the overall match cap, so the engines' outputs are identical.
+
+The Python engine matches with RE2 (``google-re2``): linear time whatever the
+pattern, so ``(a+)+$`` cannot run for minutes, and it releases the GIL, so a
+search never stalls the server's other calls. It opens files race-free
+(``PathPolicy.open_read``) and stops at ``search_timeout``. ripgrep opens files
+itself, so ``confirm`` checks what it reported against a race-free read.
 """
 
 from __future__ import annotations
@@ -11,17 +17,20 @@ from __future__ import annotations
 import base64
 import collections
 import contextlib
+import contextvars
 import json
 import os
 import re
 import signal
 import subprocess
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
+import re2
 
 from nexus_core import PathPolicy, ToolError
 
@@ -104,65 +113,119 @@ class GlobFilter:
         return not (self.exclude is not None and self.exclude.match_file(rel))
 
 
-# -- pure Python -------------------------------------------------------------------
+# -- pure Python (RE2) ---------------------------------------------------------------
+
+# A search runs over windows of about this many bytes (cut at line ends), so the deadline is
+# checked often even in a huge file; RE2 itself is linear in the text, whatever the pattern.
+WINDOW = 1 << 20
 
 
-def compile_query(q: Query) -> re.Pattern[str]:
-    source = re.escape(q.pattern) if q.literal else q.pattern
+class SearchTimeout(Exception):
+    """The deadline passed during a search."""
+
+
+def timeout_error(timeout: float) -> ToolError:
+    return ToolError(f"grep took longer than search_timeout ({timeout} s); narrow the path or the include globs")
+
+
+def compile_query(q: Query) -> re2._Regexp:
+    """The pattern for RE2: line by line (``never_nl``, ``(?m)``), in linear time whatever the pattern."""
+    options = re2.Options()
+    options.never_nl = True  # a match never spans lines, as in ripgrep
+    options.log_errors = False
+    options.case_sensitive = not q.ignore_case
+    source = re2.escape(q.pattern) if q.literal else q.pattern
     try:
-        return re.compile(source, re.IGNORECASE if q.ignore_case else 0)
-    except re.error as exc:
+        return re2.compile("(?m)" + source, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise ToolError(
-            f"invalid regular expression {q.pattern!r}: {exc}; pass literal=true to search the text as is"
+            f"invalid regular expression {q.pattern!r}: {reason.replace('(?m)', '')}; the search engine (RE2, "
+            "like ripgrep's) has no look-around or backreferences; pass literal=true to search the text as is"
         ) from None
 
 
-def search_file(path: str, rel: str, q: Query, line_re: re.Pattern[str], limit: int) -> FileHits | None:
-    """Hits in one file, at most ``limit`` matches; None when it has none, is binary or too large."""
-    try:
-        if os.stat(path).st_size > q.max_file_size:
-            return None
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    if q.literal and not q.ignore_case:
-        if q.pattern.encode("utf-8") not in data:
-            return None
-        if looks_binary(data):
-            return None
-        text = data.decode("utf-8", errors="replace")
-    else:
-        if looks_binary(data):
-            return None
-        text = data.decode("utf-8", errors="replace")
-        if not line_re.search(text):
-            return None  # a line match implies a whole-text match: cheap prefilter
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    hits: list[int] = []
-    for i, line in enumerate(lines):
-        if line_re.search(line):
-            hits.append(i)
-            if len(hits) >= limit:
+def search_data(data: bytes, rel: str, q: Query, regex: re2._Regexp, limit: int, deadline: float) -> FileHits | None:
+    """Hits in one file's bytes, at most ``limit`` matching lines, or None; ``SearchTimeout`` past ``deadline``."""
+    end = len(data) - 1 if data.endswith(b"\n") else len(data)  # no empty line after the last newline
+    starts: list[int] = []
+    pos = 0
+    while pos <= end and len(starts) < limit:
+        if time.monotonic() > deadline:
+            raise SearchTimeout
+        stop = data.find(b"\n", min(pos + WINDOW, end))
+        stop = end if stop < 0 or stop > end else stop
+        match = regex.search(data, pos, stop)
+        if match is None:
+            if stop >= end:
                 break
-    if not hits:
+            pos = stop + 1
+            continue
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        starts.append(line_start)
+        line_end = data.find(b"\n", match.start())
+        pos = (end if line_end < 0 or line_end > end else line_end) + 1
+    if not starts:
         return None
-    hit_set = set(hits)
-    shown: set[int] = set()
-    for h in hits:
-        shown.update(range(max(0, h - q.context), min(len(lines), h + q.context + 1)))
-    rows = [(i + 1, clip(lines[i].removesuffix("\r")), i in hit_set) for i in sorted(shown)]
-    return FileHits(rel, rows)
+    rows: dict[int, tuple[int, bool]] = {}  # line number -> (offset of its start, is a match)
+    number, last = 1, 0
+    for start in starts:
+        number += data.count(b"\n", last, start)
+        last = start
+        rows[number] = (start, True)
+        before = after = start
+        for k in range(1, q.context + 1):  # context lines, found by their newlines
+            if before == 0:
+                break
+            before = data.rfind(b"\n", 0, before - 1) + 1
+            rows.setdefault(number - k, (before, False))
+        for k in range(1, q.context + 1):
+            after = data.find(b"\n", after) + 1
+            if not 0 < after <= end:
+                break
+            rows.setdefault(number + k, (after, False))
+    return FileHits(rel, [(n, _line(data, offset, end), match) for n, (offset, match) in sorted(rows.items())])
 
 
-def python_grep(start: Path, policy: PathPolicy, q: Query) -> list[FileHits]:
-    """Walk and search with a small thread pool (file reads release the GIL), stopping past the cap."""
-    line_re = compile_query(q)
-    if start.is_file():
-        hit = search_file(str(start), start.name, q, line_re, q.max_results + 1)
-        return [hit] if hit else []
+def _line(data: bytes, start: int, end: int) -> str:
+    stop = data.find(b"\n", start, end)
+    return clip(data[start : end if stop < 0 else stop].decode("utf-8", "replace").removesuffix("\r"))
+
+
+def search_file(
+    policy: PathPolicy, path: str, rel: str, q: Query, regex: re2._Regexp, limit: int, deadline: float
+) -> FileHits | None:
+    """Hits in one file, opened race-free; None when it has none, is binary, too large or not servable."""
+    try:
+        with policy.open_read(path) as opened:
+            if opened.stat.st_size > q.max_file_size:
+                return None
+            data = opened.read(q.max_file_size + 1)
+    except (OSError, ToolError):
+        return None  # gone, changed, or a hard link to a secret: invisible, like a deny-listed file
+    if len(data) > q.max_file_size or looks_binary(data):
+        return None
+    return search_data(data, rel, q, regex, limit, deadline)
+
+
+def python_grep(start: Path, policy: PathPolicy, q: Query, timeout: float) -> list[FileHits]:
+    """Walk and search with a small thread pool (RE2 releases the GIL), stopping past the cap or the timeout.
+
+    A timeout is a ``ToolError`` within about a window's search of ``timeout``: every
+    search checks the deadline between windows, and the walk between files.
+    """
+    deadline = time.monotonic() + timeout
+    regex = compile_query(q)
+    try:
+        if start.is_file():
+            hit = search_file(policy, str(start), start.name, q, regex, q.max_results + 1, deadline)
+            return [hit] if hit else []
+        return _grep_tree(start, policy, q, regex, deadline)
+    except SearchTimeout:
+        raise timeout_error(timeout) from None
+
+
+def _grep_tree(start: Path, policy: PathPolicy, q: Query, regex: re2._Regexp, deadline: float) -> list[FileHits]:
     keep = GlobFilter(q.include, q.exclude)
     out: list[FileHits] = []
     found = 0
@@ -177,18 +240,25 @@ def python_grep(start: Path, policy: PathPolicy, q: Query) -> list[FileHits]:
             found += hit.matches
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for entry in walk_files(start, policy, include_ignored=q.include_ignored):
-            if found > q.max_results:
-                break
-            if not keep(entry.rel):
-                continue
-            window.append(pool.submit(search_file, entry.path, entry.rel, q, line_re, q.max_results + 1))
-            if len(window) >= workers * 4:
+        try:
+            for entry in walk_files(start, policy, include_ignored=q.include_ignored):
+                if found > q.max_results:
+                    break
+                if time.monotonic() > deadline:
+                    raise SearchTimeout
+                if not keep(entry.rel):
+                    continue
+                # Each task runs in a copy of this context: the path policy follows the calling session.
+                task = contextvars.copy_context().run
+                args = (search_file, policy, entry.path, entry.rel, q, regex, q.max_results + 1, deadline)
+                window.append(pool.submit(task, *args))
+                if len(window) >= workers * 4:
+                    drain_one()
+            while window and found <= q.max_results:
                 drain_one()
-        while window and found <= q.max_results:
-            drain_one()
-        for fut in window:
-            fut.cancel()
+        finally:
+            for fut in window:
+                fut.cancel()
     return out
 
 
@@ -272,11 +342,33 @@ def rg_grep(rg: str, start: Path, policy: PathPolicy, q: Query, timeout: float) 
             if stream:
                 stream.close()
     if timed_out.is_set():
-        raise ToolError(f"grep took longer than search_timeout ({timeout} s); narrow the path or the include globs")
+        raise timeout_error(timeout)
     if proc.returncode == 2 and not files:
         message = stderr.decode("utf-8", errors="replace").strip()
         raise ToolError(f"ripgrep refused the search: {message}")
     return list(files.values())
+
+
+def confirm(files: list[FileHits], base: Path, policy: PathPolicy, max_file_size: int) -> list[FileHits]:
+    """The files whose reported lines a race-free read of the same file shows too.
+
+    ripgrep opens what a path names when it gets there: a folder swapped for a
+    symlink meanwhile, or a hard link to a secret, would show another file's lines.
+    """
+    kept = []
+    for f in files:
+        try:
+            with policy.open_read(base / f.rel) as opened:
+                data = opened.read(max_file_size + 1)
+        except (OSError, ToolError):
+            continue
+        lines = data.split(b"\n")
+        if all(
+            n <= len(lines) and clip(lines[n - 1].decode("utf-8", "replace").removesuffix("\r")) == text
+            for n, text, _ in f.lines
+        ):
+            kept.append(f)
+    return kept
 
 
 def _killpg(proc: subprocess.Popen) -> None:

@@ -6,9 +6,13 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+from nexus_core import make_undumpable
 
 # The environment a command gets: these names, LC_*, and what pass_env adds. Anything else
 # (OPENAI_KEY, GITHUB_PAT, MONGODB_URI, ...) stays out, whatever it is called.
@@ -49,6 +53,8 @@ class ProcessOutput:
 
 # After the command itself exits, how long its background jobs may keep writing before they are killed.
 EXIT_GRACE = 0.5
+REAPER = str(Path(__file__).with_name("reaper.py"))
+CAN_CONTAIN = sys.platform == "linux"  # the reaper needs PR_SET_CHILD_SUBREAPER and /proc
 
 
 class _Sink:
@@ -105,13 +111,20 @@ async def run_process(
     timeout: float,
     max_output: int,
     stdin: bytes | None = None,
+    contain: bool = False,
 ) -> ProcessOutput:
     """Run ``argv`` in its own process group; on timeout (or cancellation) kill the whole group.
 
     The result comes when the process exits: its background jobs get EXIT_GRACE
-    seconds to finish writing, then the group is killed.
+    seconds to finish writing, then the group is killed. With ``contain`` (on
+    Linux) the command runs under ``reaper.py``, which also kills what left the
+    group (``setsid``, double forks) when the command ends or times out.
     """
+    make_undumpable()  # the child may not read this server's environment (/proc/<pid>/environ)
     started = time.perf_counter()
+    contained = contain and CAN_CONTAIN
+    if contained:
+        argv = [sys.executable, "-I", "-S", REAPER, *argv]
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
@@ -133,6 +146,10 @@ async def run_process(
             proc.stdin.close()
         if not await _exited(proc, timeout):
             timed_out = True
+            if contained:  # the reaper kills every descendant, then exits; the group kill below is the fallback
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+                await _exited(proc, 5)
             _kill_group(proc.pid)
             await _exited(proc, 5)
         if not await _drain(readers, EXIT_GRACE):
@@ -145,6 +162,11 @@ async def run_process(
                     proc._transport.close()  # release our ends of the pipes (no public API)
     finally:
         if proc.returncode is None:
+            if contained:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(Exception):
+                    await _exited(proc, 5)
             _kill_group(proc.pid)
             with contextlib.suppress(Exception):
                 await _exited(proc, 5)

@@ -11,10 +11,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from nexus_core import PermissionDenied, PluginContext, ToolError
+from nexus_core import OpenedFile, PermissionDenied, PluginContext, ToolError
 
 from .config import FilesConfig
-from .fs import SNIFF_BYTES, human_size, looks_binary, read_text
+from .fs import SNIFF_BYTES, human_size, looks_binary, open_file, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 
@@ -185,9 +185,8 @@ def register(register, ctx: PluginContext) -> None:
 
         When more follows (or max_output_bytes cuts), `next_offset` is the offset that reads on.
         """
-        real = policy.resolve(path)
-        shown = policy.display(real)
-        lines = read_text(real, shown, config.max_file_size).splitlines()
+        text, shown = read_text(policy, path, config.max_file_size)
+        lines = text.splitlines()
         total = len(lines)
         if offset and offset >= total:
             raise ToolError(
@@ -223,9 +222,7 @@ def register(register, ctx: PluginContext) -> None:
         any_cut = False
         for given in paths:
             try:
-                real = policy.resolve(given)
-                shown = policy.display(real)
-                text = read_text(real, shown, config.max_file_size)
+                text, shown = read_text(policy, given, config.max_file_size)
             except (ToolError, OSError) as exc:
                 out.append(ManyFile(path=given, error=str(exc) if isinstance(exc, ToolError) else exc.strerror))
                 continue
@@ -242,9 +239,8 @@ def register(register, ctx: PluginContext) -> None:
         lines: Annotated[int, Field(ge=1, le=10_000, description="How many lines from the end.")] = 20,
     ) -> FileContent:
         """The last `lines` lines of a text file, numbered."""
-        real = policy.resolve(path)
-        shown = policy.display(real)
-        all_lines = read_text(real, shown, config.max_file_size).splitlines()
+        text, shown = read_text(policy, path, config.max_file_size)
+        all_lines = text.splitlines()
         total = len(all_lines)
         window = all_lines[max(0, total - lines) :]
         # Cut from the front, so the end of the file is always shown.
@@ -280,23 +276,19 @@ def register(register, ctx: PluginContext) -> None:
 
     def file_info(path: PathArg) -> FileInfo:
         """Size, type, modification time, permissions, and for text files the line count."""
-        real = policy.resolve(path)
-        shown = policy.display(real)
         link_target = _link_target(policy, path)
-        try:
-            st = real.stat()
-        except FileNotFoundError:
-            raise ToolError(f"'{shown}' does not exist") from None
-        kind = "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
-        is_text = line_count = None
-        if kind == "file":
-            with real.open("rb") as f:
-                is_text = not looks_binary(f.read(SNIFF_BYTES))
-            if is_text and st.st_size <= config.max_file_size:
-                with real.open("rb") as f:
-                    line_count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-                if st.st_size and not _ends_with_newline(real):
-                    line_count += 1
+        with open_file(policy, path, folders=True) as opened:
+            real, st = opened.path, opened.stat
+            kind = "directory" if opened.is_dir else "file"
+            is_text = line_count = None
+            if kind == "file":
+                head = opened.read(SNIFF_BYTES)
+                is_text = not looks_binary(head)
+                if is_text and st.st_size <= config.max_file_size:
+                    line_count, last = _count_lines(head, opened)
+                    if last not in (b"", b"\n"):
+                        line_count += 1
+        shown = policy.display(real)
         return FileInfo(
             path=shown,
             type="symlink" if link_target else kind,
@@ -397,10 +389,12 @@ def _size(path: str) -> int | None:
         return None
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+def _count_lines(head: bytes, opened: OpenedFile) -> tuple[int, bytes]:
+    """Newlines in ``head`` and the rest of the opened file, and the file's last byte."""
+    count, last = head.count(b"\n"), head[-1:]
+    for chunk in iter(lambda: opened.read(1 << 20), b""):
+        count, last = count + chunk.count(b"\n"), chunk[-1:]
+    return count, last
 
 
 def _link_target(policy, given: str) -> str | None:

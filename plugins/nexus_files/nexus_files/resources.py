@@ -9,7 +9,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
-from .fs import SNIFF_BYTES, check_size, looks_binary
+from .fs import SNIFF_BYTES, looks_binary, read_data
 from .git import DIFF_OPTIONS, Git, check_revision
 
 
@@ -20,16 +20,12 @@ def register_resources(register, ctx: PluginContext) -> None:
     def read_resource(path: str) -> str | bytes:
         """A file inside the roots; the path is relative to the first root (file:///src/app.py)."""
         try:
-            real = policy.resolve(path)
+            with policy.open_read(path) as opened:
+                data = read_data(opened, path, config.max_file_size)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise ResourceNotFoundError(f"no file '{path}' inside the roots") from None
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
-        if not real.is_file():
-            raise ResourceNotFoundError(f"no file '{path}' inside the roots")
-        try:
-            check_size(real, path, config.max_file_size)
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from None
-        data = real.read_bytes()
         return data if looks_binary(data[:SNIFF_BYTES]) else data.decode("utf-8", errors="replace")
 
     register(
@@ -56,6 +52,7 @@ def register_prompts(register, ctx: PluginContext) -> None:
         if base:
             check_revision("base", base)
         top, ov = await git.repo(repo)
+        await git.require_commits(top, ov, base=base)
         args = ["diff", *DIFF_OPTIONS, "--ignore-submodules=dirty", *(["--cached"] if cached else [])]
         patch = await git.patch(top, ov, [*args, "--end-of-options", *([base] if base else []), "--"])
         diff = patch.text
@@ -77,11 +74,12 @@ def register_prompts(register, ctx: PluginContext) -> None:
     def explain_file(path: str) -> str:
         """Explain what a file does, how it is organised, and what to watch out for."""
         policy = ctx.paths
-        real = policy.resolve(path)
-        if not real.is_file():
-            raise ValueError(f"'{path}' is not a file inside the roots")
-        check_size(real, path, config.max_file_size)
-        data = real.read_bytes()
+        try:
+            with policy.open_read(path) as opened:
+                real = opened.path
+                data = read_data(opened, path, config.max_file_size)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise ValueError(f"'{path}' is not a file inside the roots") from None
         if looks_binary(data[:SNIFF_BYTES]):
             raise ValueError(f"'{path}' is a binary file")
         text = data[: config.max_output_bytes].decode("utf-8", errors="ignore")

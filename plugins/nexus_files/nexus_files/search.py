@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
-from .fs import SNIFF_BYTES, human_size, looks_binary
-from .grep_engine import GlobFilter, Query, python_grep, rg_grep, smart_ignore_case, trim
+from .fs import SNIFF_BYTES, TooLarge, human_size, looks_binary, open_file, read_data
+from .grep_engine import GlobFilter, Query, confirm, python_grep, rg_grep, smart_ignore_case, trim
 from .results import ToolOutput, tool
 from .walk import DenyFilter, rg_list_files, ripgrep, sort_key, walk_files
 
@@ -193,9 +193,16 @@ def register(register, ctx: PluginContext) -> None:
             config.max_file_size,
         )  # fmt: skip
         rg = None if start.is_file() else ripgrep(config.use_ripgrep, config.ripgrep_path)
-        hits = rg_grep(rg, start, policy, q, config.search_timeout) if rg else python_grep(start, policy, q)
+        if rg:
+            hits = rg_grep(rg, start, policy, q, config.search_timeout)
+        else:
+            hits = python_grep(start, policy, q, config.search_timeout)
         kept, total, truncated = trim(hits, max_results)
         base = start.parent if start.is_file() else start
+        if rg:
+            confirmed = confirm(kept, base, policy, config.max_file_size)
+            total -= sum(f.matches for f in kept) - sum(f.matches for f in confirmed)
+            kept = confirmed
         files = [
             GrepFile(
                 path=shown_under(policy, base, f.rel),
@@ -238,11 +245,15 @@ def register(register, ctx: PluginContext) -> None:
         truncated = False
         for real in dict.fromkeys(chosen):  # keep order, drop duplicates
             shown = policy.display(real)
-            size = real.stat().st_size
-            if size > config.max_file_size:
-                skipped.append(Skipped(path=shown, reason=f"{human_size(size)} is above max_file_size"))
+            try:
+                with open_file(policy, str(real)) as opened:
+                    data = read_data(opened, shown, config.max_file_size)
+            except TooLarge as exc:
+                skipped.append(Skipped(path=shown, reason=f"{human_size(exc.size)} is above max_file_size"))
                 continue
-            data = real.read_bytes()
+            except ToolError as exc:  # changed since it was listed
+                skipped.append(Skipped(path=shown, reason=str(exc)))
+                continue
             if looks_binary(data[:SNIFF_BYTES]):
                 skipped.append(Skipped(path=shown, reason="binary"))
                 continue

@@ -2,18 +2,20 @@
 
 The rule is *fail closed*: the line is split by a small lexer that knows
 exactly the shell syntax it accepts (words, single and double quotes,
-backslash escapes, and the operators ``|``, ``||``, ``&&``, ``;``, ``&``,
-``>``, ``>>``, ``<``, ``N>``, ``N>&M``), and anything else is refused with the
-reason: expansions (``$``, backticks), subshells and grouping (``(``,
-``{``), newlines, here-documents, comments, variable assignments, shell
-keywords and builtins that change the shell. Then every command word (after
-each operator, and behind wrappers such as ``nice``) must pass
-denied_commands and allowed_commands, every redirect target must be a plain
-path inside the roots, and every argument that looks like a path (globs
-included, by a superset of what the shell would match) must pass the path
-policy. It is a best effort for arguments: a program may still open paths
-it is not given (``grep -r``), which is why denied_commands lists
-interpreters and command runners.
+backslash escapes, and the operators ``|``, ``||``, ``&&``, ``;``, ``>``,
+``>>``, ``<``, ``N>``, ``N>&M``), and anything else is refused with the
+reason: background jobs (``&``), expansions (``$``, backticks), subshells and
+grouping (``(``, ``{``), newlines, here-documents, comments, variable
+assignments, shell keywords and builtins that change the shell. Then every
+command word (after each operator, and behind wrappers such as ``nice``)
+must pass denied_commands and allowed_commands, every redirect target must
+be a plain path inside the roots, and every argument is read as the
+command's spec says (``argspecs``): unknown options and options that run
+programs, follow symlinks or read lists of names are refused, every file
+read or written passes the path policy, every file a glob could match too,
+and a folder a program walks on its own may hold nothing hidden. A command
+without a spec runs only when trusted (``trusted_commands``), with a
+best-effort path check of its arguments.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from pathlib import Path
 
 from nexus_core import PathPolicy, ToolError
 
+from .argspecs import Kind, Use, command_uses
 from .config import FilesConfig
+from .walk import first_hidden
 
 SEPARATORS = {"|", "||", "&&", ";", "&"}
 REDIRECTS = {">", ">>", "<"}
@@ -55,21 +59,8 @@ KEYWORDS = {
 SHELL_STATE = {
     "cd", "pushd", "popd", "alias", "unalias", "trap", "set", "setopt", "unsetopt", "shopt", "enable", "hash",
     "export", "declare", "typeset", "readonly", "local", "unset", "source", ".", "eval", "exec", "emulate",
-    "autoload", "zmodload", "builtin", "fc", "bind", "functions",
+    "autoload", "zmodload", "builtin", "fc", "bind", "functions", "disown", "wait", "bg", "fg", "jobs",
 }  # fmt: skip
-# Commands that run the command named by their arguments; that command is checked too.
-WRAPPERS = {"nice", "nohup", "timeout", "stdbuf", "ionice", "chrt", "setsid", "command"}
-WRAPPER_VALUE = re.compile(r"\d+(\.\d+)?[smhd]?")  # nice -n 5, timeout 10s
-# Options that make an otherwise harmless program run or delete things.
-REFUSED_OPTIONS = {
-    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-    "fd": ("-x", "--exec", "-X", "--exec-batch"),
-    "fdfind": ("-x", "--exec", "-X", "--exec-batch"),
-    "rg": ("--pre", "--pre-glob"),
-    "sort": ("--compress-program",),
-}
-# Programs whose path arguments may be written: they get the stricter write check (no .git).
-WRITERS = {"cp", "mv", "tee", "touch", "mkdir", "ln", "install", "truncate", "split", "csplit", "patch", "sort"}
 PLAIN_TARGET = re.compile(r"[\w./@%+,-]+")  # a redirect target the shell cannot expand
 MAX_GLOB_MATCHES = 10_000
 
@@ -240,6 +231,11 @@ def parse(tokens: list[Word | Operator]) -> list[SimpleCommand]:
         if isinstance(tok, Word):
             current.words.append(tok)
         elif tok.op in SEPARATORS:
+            if tok.op == "&":
+                raise refuse(
+                    "background jobs ('&') are not allowed: a job left running would outlive run_command and its "
+                    "timeout; run the commands one after the other with ';' or '&&'"
+                )
             if not current.words and not current.redirects:
                 raise refuse(f"empty command before '{tok.op}'")
             commands.append(current)
@@ -274,14 +270,14 @@ def _command_name(word: Word, config: FilesConfig) -> str:
         raise refuse(f"'{name}' changes the shell itself and is not allowed in run_command{hint}")
     if name in set(config.denied_commands):
         raise refuse(f"'{name}' is in denied_commands of [plugins.files]")
-    if not config.allowed_commands:
+    allowed = {*config.allowed_commands, *config.trusted_commands}
+    if not allowed:
         raise refuse(
             "run_command runs only commands listed in allowed_commands of [plugins.files], which is empty; "
             f"add {name!r} there to allow it"
         )
-    if name not in set(config.allowed_commands):
-        allowed = ", ".join(sorted(config.allowed_commands))
-        raise refuse(f"'{name}' is not in allowed_commands of [plugins.files] (allowed: {allowed})")
+    if name not in allowed:
+        raise refuse(f"'{name}' is not in allowed_commands of [plugins.files] (allowed: {', '.join(sorted(allowed))})")
     if "/" in word.value:
         found = shutil.which(name)
         if found is None or os.path.realpath(found) != os.path.realpath(word.value):
@@ -346,7 +342,25 @@ class ArgumentChecker:
         if globby:
             self.glob(value, plain, word.raw, write=write)
 
-    def glob(self, value: str, plain: list[bool], shown: str, *, write: bool) -> None:
+    def use(self, use: Use, *, writes: bool) -> None:
+        """One argument as its command's spec reads it: a path read or written, or text (whose globs expand)."""
+        if use.kind in (Kind.READ, Kind.WRITE):
+            self.path(use.value, use.shown, write=use.kind is Kind.WRITE)
+            if use.walk:
+                self.walked(use.value, use.shown)
+        if any(p and c in GLOB_CHARS for c, p in zip(use.value, use.plain, strict=True)):
+            self.glob(use.value, use.plain, use.shown, write=writes, walk=use.walk)
+
+    def walked(self, text: str, shown: str) -> None:
+        """A folder the program goes through on its own must hold nothing deny_paths hide."""
+        real = self.policy.resolve(self.cwd / (os.path.expanduser(text) if text.startswith("~") else text))
+        if real.is_dir() and (hidden := first_hidden(real, self.policy)):
+            raise refuse(
+                f"{shown!r}: the program goes through every file in it, and '{hidden}' there is hidden by the "
+                "path policy; use the grep, glob or list_directory tools (they skip hidden files) or a narrower folder"
+            )
+
+    def glob(self, value: str, plain: list[bool], shown: str, *, write: bool, walk: bool = False) -> None:
         """Check every file a superset of the shell's glob would match (hidden files and ** included)."""
         if value.startswith("~"):
             home = os.path.expanduser("~")
@@ -363,10 +377,14 @@ class ArgumentChecker:
         for count, match in enumerate(matches):
             if count >= MAX_GLOB_MATCHES:
                 raise refuse(f"{shown!r} matches more than {MAX_GLOB_MATCHES} files; narrow the pattern")
+            if match[len(base) :].startswith("-"):
+                raise refuse(f"{shown!r} would expand to {match[len(base) :]!r}, which the command reads as an option")
             try:
                 self.policy.resolve(match, write=write)
             except ToolError as exc:
                 raise refuse(f"{shown!r} would match a file the path policy refuses: {exc}") from None
+            if walk:
+                self.walked(match, shown)
 
     def redirect(self, op: Operator, target: Word) -> None:
         if target.raw == "/dev/null":
@@ -392,26 +410,25 @@ def check_command(command: str, config: FilesConfig, policy: PathPolicy, cwd: Pa
         while words:
             name = _command_name(words[0], config)
             names.append(name)
-            args = words[1:]
-            if name in WRAPPERS:
-                skip = 0
-                while skip < len(args) and (
-                    (args[skip].value.startswith("-") and name != "command")
-                    or WRAPPER_VALUE.fullmatch(args[skip].value)
-                ):
-                    skip += 1
-                if name == "command":
-                    skip = next((i for i, w in enumerate(args) if not w.value.startswith("-")), len(args))
-                for option in args[:skip]:
-                    checker.argument(option, write=False)
-                words = args[skip:]  # the wrapped command is checked like any other
-                continue
-            for arg in args:
-                refused = next(
-                    (o for o in REFUSED_OPTIONS.get(name, ()) if arg.value == o or arg.value.startswith(o + "=")), None
-                )
-                if refused:
-                    raise refuse(f"'{name} {refused}' runs or deletes things; it is not allowed in run_command")
-                checker.argument(arg, write=name in WRITERS)
-            break
+            words = _check_arguments(name, words[1:], config, checker)  # a wrapper's command is checked in turn
     return names
+
+
+def _check_arguments(name: str, args: list[Word], config: FilesConfig, checker: ArgumentChecker) -> list[Word]:
+    """Check what each argument of ``name`` reads, writes or runs; the words of a wrapped command, if any."""
+    found = command_uses(name, args)
+    if found is None:
+        if name not in config.trusted_commands:
+            raise refuse(
+                f"run_command has no argument spec for '{name}', so it cannot tell what its options read, write or "
+                f"run; to run it anyway, trusting its options, list it in trusted_commands of [plugins.files] "
+                "(its arguments then get only the path check)"
+            )
+        for arg in args:
+            checker.argument(arg, write=False)
+        return []
+    uses, wrapped = found
+    writes = any(u.kind is Kind.WRITE for u in uses)
+    for use in uses:
+        checker.use(use, writes=writes)
+    return list(wrapped)

@@ -110,14 +110,33 @@ def walk(
 
     Skips ``.git``, gitignored paths (unless ``include_ignored``), deny-listed
     paths, and symlinks whose target is not allowed. Symlinked folders are
-    listed but not entered.
+    listed but not entered. Folders are opened race-free: ``start`` from its
+    root (``open_folder``), each subfolder from its parent's descriptor without
+    following symlinks, so a folder swapped for a symlink meanwhile is skipped,
+    never listed.
     """
     root = policy.root_of(start) or start
     rules = None if include_ignored else IgnoreRules.for_dir(start, root)
-    yield from _walk(str(start), "", 1, rules, DenyFilter(policy), policy, max_depth)
+    try:
+        anchor = policy.open_folder(start)
+        try:
+            fd = os.open(".", _LIST, dir_fd=anchor)
+        finally:
+            os.close(anchor)
+    except (OSError, ToolError):
+        return
+    try:
+        yield from _walk(fd, str(start), "", 1, rules, DenyFilter(policy), policy, max_depth)
+    finally:
+        os.close(fd)
+
+
+# A folder opened to list it: never through a symlink.
+_LIST = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _walk(
+    fd: int,
     folder: str,
     prefix: str,
     depth: int,
@@ -127,29 +146,65 @@ def _walk(
     max_depth: int | None,
 ) -> Iterator[Entry]:
     try:
-        with os.scandir(folder) as it:
+        with os.scandir(fd) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return
     for e in entries:
         if e.name == ".git":
             continue
+        path = folder + os.sep + e.name
         try:
             is_link = e.is_symlink()
             is_dir = e.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        if not deny.allows(e.path, is_dir):
+        if not deny.allows(path, is_dir):
             continue
-        if is_link and not policy.allows(Path(os.path.realpath(e.path))):
+        if is_link and not policy.allows(Path(os.path.realpath(path))):
             continue  # a link out of the roots or onto a denied path stays invisible
-        if rules is not None and rules.ignored(e.path, is_dir):
+        if rules is not None and rules.ignored(path, is_dir):
             continue
         rel = prefix + e.name
-        yield Entry(e.path, rel, is_dir, is_link, depth)
+        yield Entry(path, rel, is_dir, is_link, depth)
         if is_dir and (max_depth is None or depth < max_depth):
-            child_rules = rules.child(e.path) if rules is not None else None
-            yield from _walk(e.path, rel + "/", depth + 1, child_rules, deny, policy, max_depth)
+            try:
+                sub = os.open(e.name, _LIST, dir_fd=fd)
+            except OSError:
+                continue  # replaced by a symlink (or removed) since it was listed
+            try:
+                child_rules = rules.child(path) if rules is not None else None
+                yield from _walk(sub, path, rel + "/", depth + 1, child_rules, deny, policy, max_depth)
+            finally:
+                os.close(sub)
+
+
+def first_hidden(folder: Path, policy: PathPolicy, limit: int = 100_000) -> str | None:
+    """The first path below ``folder`` that deny_paths hide (relative to it), or None; ToolError past ``limit``.
+
+    For programs that go through a whole folder themselves (``grep -r``, ``rg``,
+    ``find``, ``cp -r``): they know nothing of deny_paths, so such a folder must hold
+    nothing hidden. Symlinks are not followed (run_command refuses the options
+    that would make those programs follow them).
+    """
+    deny = DenyFilter(policy)
+    stack, seen = [str(folder)], 0
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            seen += 1
+            if seen > limit:
+                raise ToolError(f"'{folder}' holds more than {limit} files to check for hidden ones; name a subfolder")
+            is_dir = e.is_dir(follow_symlinks=False)
+            if not deny.allows(e.path, is_dir):
+                return os.path.relpath(e.path, folder)
+            if is_dir:
+                stack.append(e.path)
+    return None
 
 
 def walk_files(start: Path, policy: PathPolicy, *, include_ignored: bool = False) -> Iterator[Entry]:

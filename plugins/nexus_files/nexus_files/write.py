@@ -1,26 +1,31 @@
 """The write category: write_file, edit_file, append_file, mkdir, rename, copy_file, delete_file.
 
-Every change lands through a temp file in the target folder and ``os.replace``,
-so a reader never sees a half-written file, and every check runs before the
-first byte is written, so a refused call changes nothing.
+Every change lands through a temp file in the target folder and a rename, made
+through the folder's descriptor opened race-free (``PathPolicy.write_file``), so a
+reader never sees a half-written file and a folder swapped for a symlink meanwhile
+is not followed. Every check runs before the first byte is written, so a refused
+call changes nothing, and every read-modify-write (edit, append) or
+check-then-write (overwrite=false) holds ``locked(path)``, so concurrent calls,
+in this server or another, never lose a change.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import os
-import shutil
 import stat
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from nexus_core import PathPolicy, PermissionDenied, PluginContext, ToolError, atomic_write
+from nexus_core import PathPolicy, PermissionDenied, PluginContext, ToolError, lock_path, locked, write_at
 
 from .config import FilesConfig
-from .fs import check_size, read_text
+from .fs import open_file, read_data, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 
@@ -107,6 +112,48 @@ def _refuse_hidden_inside(policy: PathPolicy, folder: Path, given: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def locked_all(*targets: Path) -> Iterator[None]:
+    """``locked`` for several targets, taken in one order (so two calls never wait on each other)."""
+    with contextlib.ExitStack() as stack:
+        for key in sorted({lock_path(t): t for t in targets}.items()):
+            stack.enter_context(locked(key[1]))
+        yield
+
+
+@contextlib.contextmanager
+def entry_folder(policy: PathPolicy, entry: Path) -> Iterator[int]:
+    """The descriptor of the folder holding ``entry``, opened race-free, for ``dir_fd`` calls."""
+    fd = policy.open_folder(entry.parent, write=True)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def move_entry(src_dir: int, src: str, dst_dir: int, dst: str, *, shown: str) -> None:
+    """Rename an entry between two open folders; across filesystems, copy a file or link and remove the old."""
+    try:
+        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)  # atomic on one filesystem
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    info = os.stat(src, dir_fd=src_dir, follow_symlinks=False)
+    if stat.S_ISLNK(info.st_mode):
+        target = os.readlink(src, dir_fd=src_dir)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dst, dir_fd=dst_dir)
+        os.symlink(target, dst, dir_fd=dst_dir)
+    elif stat.S_ISREG(info.st_mode):
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src_dir)
+        with os.fdopen(fd, "rb") as f:
+            write_at(dst_dir, dst, f.read(), mode=stat.S_IMODE(info.st_mode))
+    else:
+        raise ToolError(f"'{shown}' is a folder on another filesystem than its destination; move its files instead")
+    os.unlink(src, dir_fd=src_dir)
+
+
 def register(register, ctx: PluginContext) -> None:
     config: FilesConfig = ctx.config
     policy = ctx.paths
@@ -127,17 +174,31 @@ def register(register, ctx: PluginContext) -> None:
         real = policy.resolve(path, write=True)
         shown = policy.display(real)
         data = check_content(content)
-        existed = real.exists()
-        if existed and real.is_dir():
-            raise ToolError(f"'{shown}' is a folder")
-        if existed and not overwrite:
-            raise ToolError(f"'{shown}' exists; pass overwrite=true to replace it")
-        if not real.parent.is_dir():
-            if not create_dirs:
-                raise ToolError(f"the folder of '{shown}' does not exist; pass create_dirs=true")
-            real.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(real, data)
-        return WriteResult(path=shown, bytes_written=len(data), created=not existed)
+        with locked(real):
+            created = replace(
+                real, shown, data, overwrite=overwrite, create_dirs=create_dirs, missing="pass create_dirs=true"
+            )
+        return WriteResult(path=shown, bytes_written=len(data), created=created)
+
+    def replace(
+        real: Path,
+        shown: str,
+        data: bytes,
+        *,
+        overwrite: bool = True,
+        create_dirs: bool = False,
+        mode: int | None = None,
+        missing: str = "create it with mkdir",
+    ) -> bool:
+        """``policy.write_file`` with this plugin's messages; True when the file was created."""
+        try:
+            return policy.write_file(real, data, create_dirs=create_dirs, overwrite=overwrite, mode=mode)
+        except FileExistsError:
+            raise ToolError(f"'{shown}' exists; pass overwrite=true to replace it") from None
+        except IsADirectoryError:
+            raise ToolError(f"'{shown}' is a folder") from None
+        except FileNotFoundError:
+            raise ToolError(f"the folder of '{shown}' does not exist; {missing}") from None
 
     def edit_file(
         path: PathArg,
@@ -150,25 +211,26 @@ def register(register, ctx: PluginContext) -> None:
         """
         real = policy.resolve(path, write=True)
         shown = policy.display(real)
-        before = read_text(real, shown, config.max_file_size)
-        after = before
-        for i, edit in enumerate(edits, 1):
-            count = after.count(edit.old_text)
-            if count != 1:
-                where = "does not occur" if count == 0 else f"occurs {count} times"
-                hint = "copy it exactly from read_file" if count == 0 else "add surrounding lines to make it unique"
-                raise ToolError(
-                    f"edit {i} of {len(edits)}: old_text {where} in '{shown}' (it must match exactly once); "
-                    f"{hint}. No edit was applied."
-                )
-            after = after.replace(edit.old_text, edit.new_text, 1)
+        with locked(real):  # read, change, write back: no other edit may come in between
+            before, _ = read_text(policy, str(real), config.max_file_size, shown=shown)
+            after = before
+            for i, edit in enumerate(edits, 1):
+                count = after.count(edit.old_text)
+                if count != 1:
+                    where = "does not occur" if count == 0 else f"occurs {count} times"
+                    hint = "copy it exactly from read_file" if count == 0 else "add surrounding lines to make it unique"
+                    raise ToolError(
+                        f"edit {i} of {len(edits)}: old_text {where} in '{shown}' (it must match exactly once); "
+                        f"{hint}. No edit was applied."
+                    )
+                after = after.replace(edit.old_text, edit.new_text, 1)
+            if not dry_run and after != before:
+                replace(real, shown, after.encode("utf-8"))
         diff = "".join(
             difflib.unified_diff(
                 before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
             )
         )
-        if not dry_run and after != before:
-            atomic_write(real, after.encode("utf-8"))
         return EditResult(path=shown, edits=len(edits), dry_run=dry_run, diff=diff)
 
     def append_file(
@@ -178,16 +240,16 @@ def register(register, ctx: PluginContext) -> None:
         """Append text to a file (created when missing), atomically."""
         real = policy.resolve(path, write=True)
         shown = policy.display(real)
-        data = content.encode("utf-8")
-        old = b""
-        if real.exists():
-            if not real.is_file():
-                raise ToolError(f"'{shown}' is not a regular file")
-            check_size(real, shown, config.max_file_size - len(data))
-            old = real.read_bytes()
-        elif not real.parent.is_dir():
-            raise ToolError(f"the folder of '{shown}' does not exist; create it with mkdir")
-        atomic_write(real, old + data)
+        data = check_content(content)
+        with locked(real):  # read, append, write back: no other change may come in between
+            try:
+                with policy.open_read(real) as opened:
+                    old = read_data(opened, shown, config.max_file_size - len(data))
+            except FileNotFoundError:
+                old = b""
+            except IsADirectoryError:
+                raise ToolError(f"'{shown}' is not a regular file") from None
+            replace(real, shown, old + data)
         return AppendResult(path=shown, bytes_appended=len(data), size=len(old) + len(data))
 
     def mkdir(path: PathArg) -> PathChange:
@@ -197,7 +259,7 @@ def register(register, ctx: PluginContext) -> None:
         if real.exists() and not real.is_dir():
             raise ToolError(f"'{shown}' exists and is not a folder")
         existed = real.exists()
-        real.mkdir(parents=True, exist_ok=True)
+        os.close(policy.open_folder(real, write=True, create=True))
         return PathChange(action="created folder", path=shown, changed=not existed)
 
     def rename(
@@ -208,25 +270,22 @@ def register(register, ctx: PluginContext) -> None:
         """Rename or move a file or folder inside the roots."""
         src = entry_path(policy, source)
         dst = entry_path(policy, destination)
-        if not src.is_symlink() and not src.exists():
-            raise ToolError(f"'{source}' does not exist")
-        if src.is_dir() and not src.is_symlink():
-            _refuse_hidden_inside(policy, src, source)
-            if dst == src or dst.is_relative_to(src):
-                raise ToolError(f"cannot move '{source}' into itself")
-        if dst.exists() or dst.is_symlink():
-            if dst.is_dir() and not dst.is_symlink():
-                raise ToolError(f"'{destination}' is an existing folder; name the new path inside it")
-            if not overwrite:
-                raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
-        if not dst.parent.is_dir():
-            raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
-        try:
-            os.replace(src, dst)  # atomic on one filesystem
-        except OSError as exc:
-            if exc.errno != 18:  # EXDEV: roots on different filesystems
-                raise
-            shutil.move(src, dst)
+        with locked_all(src, dst):
+            if not src.is_symlink() and not src.exists():
+                raise ToolError(f"'{source}' does not exist")
+            if src.is_dir() and not src.is_symlink():
+                _refuse_hidden_inside(policy, src, source)
+                if dst == src or dst.is_relative_to(src):
+                    raise ToolError(f"cannot move '{source}' into itself")
+            if dst.exists() or dst.is_symlink():
+                if dst.is_dir() and not dst.is_symlink():
+                    raise ToolError(f"'{destination}' is an existing folder; name the new path inside it")
+                if not overwrite:
+                    raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
+            if not dst.parent.is_dir():
+                raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
+            with entry_folder(policy, src) as src_dir, entry_folder(policy, dst) as dst_dir:
+                move_entry(src_dir, src.name, dst_dir, dst.name, shown=source)
         return PathChange(action="renamed", path=policy.display(src), destination=policy.display(dst))
 
     def copy_file(
@@ -235,38 +294,28 @@ def register(register, ctx: PluginContext) -> None:
         overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
     ) -> PathChange:
         """Copy a file (content and mode) inside the roots; the copy appears atomically."""
-        src = policy.resolve(source)
-        shown = policy.display(src)
-        if not src.is_file():
-            raise ToolError(f"'{source}' is not a file" if src.exists() else f"'{source}' does not exist")
-        check_size(src, shown, config.max_file_size)
+        with open_file(policy, source) as opened:
+            shown = policy.display(opened.path)
+            data = read_data(opened, shown, config.max_file_size)
+            mode = stat.S_IMODE(opened.stat.st_mode)
         dst = policy.resolve(destination, write=True)
         if dst.is_dir():
             raise ToolError(f"'{destination}' is a folder; name the new file inside it")
-        if dst.exists() and not overwrite:
-            raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
-        if not dst.parent.is_dir():
-            raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            shutil.copyfile(src, tmp)
-            os.chmod(tmp, stat.S_IMODE(src.stat().st_mode))
-            os.replace(tmp, dst)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with locked(dst):
+            replace(dst, destination, data, overwrite=overwrite, mode=mode)
         return PathChange(action="copied", path=shown, destination=policy.display(dst))
 
     def delete_file(path: PathArg) -> PathChange:
         """Delete one file or symlink (the link itself, never its target). Folders are refused."""
         entry = entry_path(policy, path)
-        if not entry.is_symlink():
-            if not entry.exists():
-                raise ToolError(f"'{path}' does not exist")
-            if entry.is_dir():
+        with locked(entry), entry_folder(policy, entry) as folder:
+            try:
+                info = os.stat(entry.name, dir_fd=folder, follow_symlinks=False)
+            except FileNotFoundError:
+                raise ToolError(f"'{path}' does not exist") from None
+            if stat.S_ISDIR(info.st_mode):
                 raise ToolError(f"'{path}' is a folder; delete_file removes files only")
-        entry.unlink()
+            os.unlink(entry.name, dir_fd=folder)
         return PathChange(action="deleted", path=policy.display(entry))
 
     register(tool(write_file), category="write", title="Write a file", destructive=True, idempotent=True)

@@ -1,0 +1,90 @@
+"""Concurrent edits and appends lose nothing: in one server (one client sending in parallel) and across two servers.
+
+Every edit marks its own slot and every append adds its own line, all on one
+file, so what is there can be counted against what was written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.conftest import stdio_session, write_config
+
+pytestmark = pytest.mark.anyio
+
+SLOTS = 200
+
+
+def board(repo: Path) -> Path:
+    path = repo / "board.txt"
+    path.write_text("".join(f"slot-{i:03d}: open\n" for i in range(SLOTS)))
+    return path
+
+
+def config(tmp_path: Path, repo: Path, name: str) -> Path:
+    return write_config(
+        tmp_path / f"{name}.toml",
+        f"""
+[server]
+data_dir = "{tmp_path / name}"
+
+[plugins.files]
+roots = ["{repo}"]
+categories = ["read", "write"]
+""",
+    )
+
+
+async def change(session, slots: range, tag: str) -> list[str]:
+    """Edit each slot and append one line per slot, all at once; the error texts of calls that failed."""
+    errors: list[str] = []
+
+    async def call(tool: str, args: dict) -> None:
+        result = await session.call_tool(tool, args)
+        if result.is_error:
+            errors.append(result.content[0].text)
+
+    async with anyio.create_task_group() as tg:
+        for i in slots:
+            edit = {"old_text": f"slot-{i:03d}: open", "new_text": f"slot-{i:03d}: done by {tag}"}
+            tg.start_soon(call, "edit_file", {"path": "board.txt", "edits": [edit]})
+            tg.start_soon(call, "append_file", {"path": "board.txt", "content": f"append-{i:03d} by {tag}\n"})
+    return errors
+
+
+def count(path: Path) -> tuple[int, int]:
+    lines = path.read_text().splitlines()
+    return sum(": done by " in line for line in lines), sum(line.startswith("append-") for line in lines)
+
+
+async def test_one_client_sending_in_parallel_loses_no_edit_or_append(tmp_path, repo):
+    path = board(repo)
+    async with stdio_session("--standalone", "--config", str(config(tmp_path, repo, "one"))) as session:
+        errors = await change(session, range(SLOTS), "one")
+    assert errors == []
+    assert count(path) == (SLOTS, SLOTS)  # 200 edits and 200 appends, every one of them there
+
+
+async def test_two_servers_editing_one_file_lose_nothing(tmp_path, repo):
+    path = board(repo)
+    half = SLOTS // 2
+    async with (
+        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "a"))) as a,
+        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "b"))) as b,
+    ):
+        results: dict[str, list[str]] = {}
+
+        async def run(session, slots: range, tag: str) -> None:
+            results[tag] = await change(session, slots, tag)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, a, range(half), "a")
+            tg.start_soon(run, b, range(half, SLOTS), "b")
+    assert results == {"a": [], "b": []}
+    lines = path.read_text().splitlines()
+    assert count(path) == (SLOTS, SLOTS)
+    assert sum(line.endswith("done by a") for line in lines) == half
+    assert sum(line.endswith("by b") and line.startswith("append-") for line in lines) == half
