@@ -451,9 +451,15 @@ class Bench:
             subprocess.run(stop, env=self.nexus_env, capture_output=True, check=False, timeout=60)
 
     def nexus(self, name: str, roots: list[Path], graph: Path, memory: Path) -> dict[str, Server]:
-        config = nexus_config(self.work, name, roots, graph, memory)
-        self.configs.append(config)
-        return {v: self.spawn(nexus_command(cmd, config), "read_file", self.nexus_env) for v, cmd in self.variants}
+        """One server per variant, each on its own copy of the memory store (embedded Chroma serves one process)."""
+        servers = {}
+        for variant, command in self.variants:
+            store = self.work / f"memory-{name}-{variant}"
+            shutil.copytree(memory, store, dirs_exist_ok=True)
+            config = nexus_config(self.work, f"{name}-{variant}", roots, graph, store)
+            self.configs.append(config)
+            servers[variant] = self.spawn(nexus_command(command, config), "read_file", self.nexus_env)
+        return servers
 
     def row(
         self,

@@ -216,9 +216,10 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console
         stop_shared_servers(home / "run" / "nexus")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless chromium for the whole run."""
+    """One headless chromium per module: Playwright's sync driver holds an event loop on this thread
+    while it is open, so it must be closed before async tests run (anyio refuses a second loop)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import uuid
 
 import pytest
 from mcp import Client
 
+import nexus_core
 from tests.memory.helpers import PG_FAILURE, PG_FIX, call, fails, store
 
 pytestmark = pytest.mark.anyio
@@ -289,6 +291,7 @@ async def test_resources_and_prompt(client: Client) -> None:
 
 async def test_ping(client: Client) -> None:
     pong = await call(client, "ping")
-    assert pong["status"] == "ok" and pong["version"] == __import__("nexus_memory").__version__
+    assert pong["status"] == "ok"
+    assert pong["version"] == importlib.metadata.version("nexus-stack-memory") == nexus_core.__version__
     await store(client, PG_FIX, "billing", ["postgres"])
     assert (await call(client, "ping"))["store"] == "ready"

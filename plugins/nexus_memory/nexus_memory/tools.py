@@ -7,6 +7,7 @@ Chroma works.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import uuid
 from typing import Annotated, Any
@@ -155,9 +156,7 @@ def register_tools(register: Any, rt: Runtime) -> None:
 
     async def ping() -> Pong:
         """Check that the memory server answers: status, version, and whether the store is ready."""
-        from nexus_memory import __version__
-
-        return Pong(status="ok", version=__version__, store=rt.state())
+        return Pong(status="ok", version=importlib.metadata.version("nexus-stack-memory"), store=rt.state())
 
     ro = {"read_only": True, "idempotent": True}
     register(store_memory, category="write", title="Store a memory", destructive=False)
