@@ -21,7 +21,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from tests.conftest import nexus_command, server_env, stdio_session, stop_shared_servers, write_config
+from tests.conftest import free_port, nexus_command, server_env, stdio_session, stop_shared_servers, write_config
 
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -193,7 +193,8 @@ def console_config(home: Path, *, http_port: int | None = None) -> Path:
 @pytest.fixture(scope="module")
 def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
     home = tmp_path_factory.mktemp("console")
-    server = ConsoleServer(console_config(home), user_env(home), home, [])
+    # A free port, not the default 8766: a console the user runs, or another test run, may hold that one.
+    server = ConsoleServer(console_config(home, http_port=free_port()), user_env(home), home, [])
 
     async def populate(session: ClientSession) -> list[str]:
         ids = []
