@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "ToolError": "mcp.server.mcpserver.exceptions",
     "atomic_write": "nexus_core.atomic",
+    "EnvRef": "nexus_core.config",
     "load_config": "nexus_core.config",
+    "prefixed": "nexus_core.config",
     "write_at": "nexus_core.atomic",
     "ConfigError": "nexus_core.errors",
     "NexusError": "nexus_core.errors",
@@ -49,6 +51,7 @@ __version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml 
 __all__ = [
     "Category",
     "ConfigError",
+    "EnvRef",
     "LivePrompt",
     "LiveResource",
     "LiveTool",
@@ -71,6 +74,7 @@ __all__ = [
     "lock_path",
     "locked",
     "make_undumpable",
+    "prefixed",
     "write_at",
 ]
 
@@ -88,7 +92,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver.exceptions import ToolError
 
     from nexus_core.atomic import atomic_write, write_at
-    from nexus_core.config import load_config
+    from nexus_core.config import EnvRef, load_config, prefixed
     from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
     from nexus_core.hardening import make_undumpable
     from nexus_core.hookspecs import hookimpl

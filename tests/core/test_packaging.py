@@ -108,3 +108,21 @@ def test_the_install_fingerprint_moves_with_installs_not_with_bytecode(tmp_path:
     upgraded = install_fingerprint(tmp_path)
     (tmp_path / "plugin-0.1.dist-info").mkdir()  # an install
     assert len({before, upgraded, install_fingerprint(tmp_path)}) == 3
+
+
+@pytest.mark.parametrize("folder", PROJECTS[1:], ids=lambda folder: folder.name)
+def test_plugins_import_only_what_nexus_core_exports(folder: Path) -> None:
+    """The host's internals may change under a plugin; its published names (nexus_core.__all__) may not."""
+    reaching = set()
+    for src in sources(folder):
+        for file in [src] if src.suffix == ".py" else sorted(src.rglob("*.py")):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "nexus_core":
+                    names = [alias.name for alias in node.names if alias.name not in nexus_core.__all__]
+                elif isinstance(node, ast.ImportFrom | ast.Import):
+                    modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                    names = [module for module in modules if module.startswith("nexus_core.")]
+                else:
+                    continue
+                reaching |= {f"{name} ({file.relative_to(REPO)})" for name in names}
+    assert not reaching

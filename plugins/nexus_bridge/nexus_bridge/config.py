@@ -8,8 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from nexus_core import PluginConfig
-from nexus_core.config import EnvRef
+from nexus_core import EnvRef, PluginConfig
 
 NAME = r"^[A-Za-z][A-Za-z0-9_-]*$"
 # Header names whose values are credentials: only { env = "NAME" }, never the secret itself in the file.

@@ -36,9 +36,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_bridge.config import ServerTable, prefix_of
-from nexus_core import PluginContext, ToolError
-from nexus_core.config import EnvRef, prefixed
-from nexus_core.live import LivePrompt, LiveResource, LiveTool
+from nexus_core import EnvRef, LivePrompt, LiveResource, LiveTool, PluginContext, ToolError, prefixed
 
 MAX_BACKOFF = 60.0
 PROTOCOL_META = "io.modelcontextprotocol/"
