@@ -149,10 +149,11 @@ async def check_session(params: StdioServerParameters, everything: bool) -> None
             "store_memory",
             content="The flaky login test was fixed by waiting for the session cookie before asserting.",
             context_name="wheelhouse",
+            tags=["testing", "auth"],
             memory_type="success",
         )
         recalled = await call(session, "recall_memories", query="authentication test sometimes fails", limit=1)
-        assert recalled["results"][0]["id"] == stored["id"], recalled
+        assert recalled["memories"][0]["id"] == stored["memory_id"], recalled  # the design's field names
         step(f"  stored and recalled a memory by meaning ({len(tools)} tools listed)")
         if everything:
             assert (await call(session, "inner_hello", name="Bo"))["text"] == "Hello, Bo!"  # through the bridge
