@@ -77,13 +77,19 @@ def server_run(
 @_shape_options
 def server_start(config_path: str | None, overrides: tuple[str, ...], libraries: str | None, name: str | None) -> None:
     """Start the shared server for this config (if it is not running) and show its status."""
+    key = ensure_running(config_path, overrides, libraries, name)
+    _print_status(shared.ask(key, "status"))
+
+
+def ensure_running(config_path: str | None, overrides: tuple[str, ...], libraries: str | None, name: str | None) -> str:
+    """The key of the shared server for these options, started if none runs."""
     key, shape = _which(config_path, overrides, libraries, name)
     if shared.ask(key, "status") is None:
         try:
             relay.Relay(key, shape, {}).start_only()
         except relay.RelayError as exc:
             raise click.ClickException(str(exc)) from None
-    _print_status(shared.ask(key, "status"))
+    return key
 
 
 @server.command("stop")

@@ -6,8 +6,8 @@ import webbrowser
 
 import click
 
-from nexus_core import relay, shared
-from nexus_core.server_cli import _shape_options, _which
+from nexus_core import shared
+from nexus_core.server_cli import _shape_options, ensure_running
 
 
 @click.command()
@@ -17,12 +17,7 @@ def console(
     config_path: str | None, overrides: tuple[str, ...], libraries: str | None, name: str | None, no_open: bool
 ) -> None:
     """Open the console: a local web page to see, search, fix and forget what Nexus knows and did."""
-    key, shape = _which(config_path, overrides, libraries, name)
-    if shared.ask(key, "status") is None:
-        try:
-            relay.Relay(key, shape, {}).start_only()
-        except relay.RelayError as exc:
-            raise click.ClickException(str(exc)) from None
+    key = ensure_running(config_path, overrides, libraries, name)
     answer = shared.ask(key, "console", timeout=60) or {}
     if answer.get("nexus") != "console":
         raise click.ClickException(f"the shared server did not open the console: {answer.get('reason', answer)}")
