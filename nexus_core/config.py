@@ -217,13 +217,17 @@ def read_config(path: Path | None) -> NexusConfig:
     """The config in ``path``, or the defaults when None."""
     if path is None:
         return NexusConfig()
+    return parse_config(read_toml(path), source=str(path), base_dir=path.parent, path=path)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's tables; a file that cannot be read or parsed is a ConfigError saying which and why."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
-    return parse_config(data, source=str(path), base_dir=path.parent, path=path)
 
 
 def parse_config(

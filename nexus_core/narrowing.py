@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nexus_core.config import read_toml
 from nexus_core.errors import ConfigError
 
 log = logging.getLogger("nexus")
@@ -76,12 +76,7 @@ class Narrowing:
 
 def read_narrowing(path: Path) -> Narrowing:
     """Read ``path`` keeping only what narrows; what it would widen is logged and ignored."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
+    data = read_toml(path)
     folder = Path(os.path.realpath(path.parent))
     ignored: list[str] = []
     server = _table(data.get("server"), "server", _SERVER_KEYS, folder, ignored, path)
