@@ -103,7 +103,11 @@ def main() -> None:
     relay.close()
     standalone.close()
 
-    alone_servers = [Server(alone_cmd, env) for _ in range(args.clients)]
+    # Each standalone server on its own store: embedded Chroma serves one process (a second one is refused).
+    alone_servers = [
+        Server([*alone_cmd, "--set", f'plugins.memory.data_dir="{work / f"memory-{i}"}"'], env)
+        for i in range(args.clients)
+    ]
     for server in alone_servers:
         server.handshake()
         memory_call(server)
