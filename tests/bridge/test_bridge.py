@@ -3,6 +3,7 @@ mounted by a real ``nexus serve`` and driven through the official MCP client."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -254,6 +255,23 @@ async def test_pings_keep_a_healthy_connection(tmp_path: Path) -> None:
         assert await client.text("up_counter") == "2 in " + first.split(" in ")[1]  # the same process
 
 
+async def test_a_hung_upstream_is_noticed_by_its_pings_and_replaced(tmp_path: Path) -> None:
+    """A frozen server keeps its pipe open: only an unanswered ping tells it from a slow one."""
+    upstream = stdio_upstream(ping_interval=0.2, timeout=1, backoff=0.1)
+    async with nexus(write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + upstream)) as client:
+        await client.wait_for_tool("up_counter")
+        frozen = int((await client.text("up_counter")).split(" in ")[1])
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            with anyio.fail_after(30):
+                while (result := await client.call_tool("up_counter", {})).is_error:
+                    await anyio.sleep(0.1)  # each call waits `timeout` (1 s) for the frozen process
+        finally:
+            _kill(frozen)
+        count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]
+        assert count == "1" and int(pid) != frozen  # a new process answered
+
+
 async def test_after_giving_up_its_tools_are_withdrawn_and_a_call_says_why(tmp_path: Path) -> None:
     config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(retries=0))
     async with nexus(config) as client:
@@ -417,6 +435,11 @@ def test_stopping_nexus_stops_the_servers_it_started(tmp_path: Path, mode: str) 
     while _alive(upstream_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(upstream_pid)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
