@@ -297,6 +297,16 @@ async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Pat
         assert [s.structured_content for s in sums] == [{"total": 2}, {"total": 3}]
 
 
+async def test_a_cached_result_expires_after_the_ttl(tmp_path: Path) -> None:
+    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=3)
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("cached_counter")
+        first = await client.text("cached_counter")
+        assert first.startswith("1 in ") and await client.text("cached_counter") == first
+        await anyio.sleep(3.5)
+        assert await client.text("cached_counter") == "2 in " + first.split(" in ")[1]
+
+
 async def test_an_http_upstream_is_proxied_with_its_token_from_the_environment(
     tmp_path: Path, upstream_http: Callable[..., str]
 ) -> None:
