@@ -120,8 +120,8 @@ MUTATIONS: list[Mutation] = [
         CORE + "host.py",
         "            if item is not None and refusal(item, session):\n                hidden.append(entry)",
         "            pass",
-        HOST_T + "test_allow_tools_narrows_and_deny_tools_removes",
-        "a refused tool is not listed",
+        SAFE_T + "test_a_hostile_repositorys_config_only_narrows",
+        "a tool the session may not use is not listed to it",
     ),
     m(
         "audit-outcome-always-ok",
@@ -171,7 +171,7 @@ MUTATIONS: list[Mutation] = [
         PERMS,
         "for candidate in (lexical, real) if lexical != real else (real,):",
         "for candidate in (real,):",
-        PERM_T + "test_deny_patterns_apply_to_the_path_as_written_and_the_real_path",
+        PERM_T + "test_a_denied_name_is_refused_even_when_it_links_to_an_allowed_file",
         "deny_paths applies to the path as written and to the real path",
     ),
     m(
@@ -529,7 +529,7 @@ MUTATIONS: list[Mutation] = [
         MANUAL + "entities.py",
         "    if normalize_heading(in_section) == FRONTMATTER:",
         "    if False:",
-        "tests/manual/test_editing.py",
+        EDIT_T + "test_the_front_matter_is_not_edited_as_text",
         "the front matter is not edited as text",
     ),
     # -- bridge -------------------------------------------------------------------------------------------
@@ -606,19 +606,22 @@ def check(mutations: list[Mutation]) -> list[str]:
     return stale
 
 
-def run_one(mut: Mutation) -> tuple[str, float]:
-    """Apply, test, restore: KILLED (a test failed or hung), SURVIVED (every test passed) or ERROR."""
+def run_one(mut: Mutation) -> tuple[str, float, str]:
+    """Apply, test, restore: KILLED (a test failed or hung), SURVIVED (every test passed) or ERROR,
+    the seconds it took, and the first failure pytest reported."""
     originals = {edit.file: (ROOT / edit.file).read_text(encoding="utf-8") for edit in mut.edits}
     started = time.monotonic()
     try:
         for edit in mut.edits:
             path = ROOT / edit.file
             path.write_text(path.read_text(encoding="utf-8").replace(edit.original, edit.replacement, 1), "utf-8")
-        returncode, _ = pytest(["-x", *mut.tests], TIMEOUT)
+        returncode, out = pytest(["-x", *mut.tests], TIMEOUT)
     finally:
         for file, text in originals.items():
             (ROOT / file).write_text(text, encoding="utf-8")
-    return verdict(returncode), time.monotonic() - started
+    failures = [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    reason = failures[0] if failures else "timed out" if returncode is None else ""
+    return verdict(returncode), time.monotonic() - started, reason
 
 
 def pytest(args: list[str], timeout: float) -> tuple[int | None, str]:
@@ -698,8 +701,10 @@ def main(argv: list[str]) -> int:
     started, survivors, killed = time.monotonic(), [], 0
     for n, mut in enumerate(m for m in chosen if m.id not in stale_ids):
         print(f"[{n + 1}/{len(chosen) - len(stale_ids)}] {mut.id} ...", file=sys.stderr, flush=True)
-        outcome, seconds = run_one(mut)
+        outcome, seconds, reason = run_one(mut)
         print(f"{outcome:<9} {mut.id} ({seconds:.0f} s): {mut.behaviour}", flush=True)
+        if reason:
+            print(f"          {reason[:200]}", flush=True)
         if outcome == "KILLED":
             killed += 1
         else:
