@@ -532,6 +532,15 @@ MUTATIONS: list[Mutation] = [
         EDIT_T + "test_the_front_matter_is_not_edited_as_text",
         "the front matter is not edited as text",
     ),
+    # -- the example plugin ------------------------------------------------------------------------------
+    m(
+        "hello-greeting-ignored",
+        "examples/nexus_hello/nexus_hello.py",
+        'return Greeting(text=f"{config.greeting}, {name}!", count=greeted[0])',
+        'return Greeting(text=f"Hello, {name}!", count=greeted[0])',
+        "tests/core/test_example_plugin.py::test_hello_with_its_config_resources_and_prompt",
+        "hello greets with the configured greeting",
+    ),
     # -- bridge -------------------------------------------------------------------------------------------
     m(
         "bridge-no-ping-task",
@@ -619,7 +628,7 @@ def run_one(mut: Mutation) -> tuple[str, float, str]:
     finally:
         for file, text in originals.items():
             (ROOT / file).write_text(text, encoding="utf-8")
-    failures = [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    failures = [line for line in out.splitlines() if line.startswith(("FAILED tests", "ERROR tests"))]
     reason = failures[0] if failures else "timed out" if returncode is None else ""
     return verdict(returncode), time.monotonic() - started, reason
 
