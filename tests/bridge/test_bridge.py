@@ -194,6 +194,7 @@ async def test_two_upstreams_serving_the_same_uris_each_serve_theirs_under_their
     async with nexus(config) as client:
         for tool in ("a_echo", "b_echo", "links"):
             await client.wait_for_tool(tool)
+        assert not {"echo", "add", "counter"} & set(await client.tool_names())  # 'plain' allows only links
         resources = {str(r.uri) for r in (await client.list_resources()).resources}
         assert {"a+upstream://readme", "b+upstream://readme", "upstream://readme"} <= resources
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}

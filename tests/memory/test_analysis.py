@@ -56,3 +56,13 @@ def test_a_duplicate_is_a_neighbour_at_0_90_or_more() -> None:
         "related",
         "same topic in another project (api, similarity 0.90)",
     )
+
+
+def test_a_contradiction_is_an_opposite_stance_at_0_70_or_more() -> None:
+    new = NewMemory("new", "decision", "api", "We do not cache the parsed config.")
+    old = record("old", ["config"], "2026-05-30T00:00:00+00:00")  # "Cache the parsed config.", no negation
+    links, insights = store_analysis(new, [(old, 0.7)])
+    assert [(i.type, i.confidence) for i in insights] == [("potential_contradiction", 0.7)]
+    assert (links[0].suggested_relation, links[0].reason) == ("contradicts", "same topic, opposite stance")
+    links, insights = store_analysis(new, [(old, 0.6999)])
+    assert insights == [] and links[0].suggested_relation == "extends"  # same project, same topic
