@@ -663,6 +663,14 @@ MUTATIONS: list[Mutation] = [
         "a problem retrying cannot fix (an unset variable) gives up at once",
     ),
     m(
+        "bridge-caches-non-idempotent-tools",
+        BRIDGE,
+        "return bool(hints and hints.read_only_hint and hints.idempotent_hint)",
+        "return bool(hints and hints.read_only_hint)",
+        BT + "test_read_only_idempotent_results_are_cached_for_the_ttl",
+        "only results of tools marked read-only and idempotent are cached",
+    ),
+    m(
         "bridge-deny-ignored",
         BRIDGE,
         "if pattern := next((p for p in self.table.deny if fnmatch.fnmatchcase(tool, p)), None):",

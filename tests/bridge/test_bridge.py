@@ -294,6 +294,7 @@ async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Pat
         assert await client.text("cached_counter") == await client.text("cached_counter")
         first, second = await client.text("fresh_counter"), await client.text("fresh_counter")
         assert first.startswith("1 in") and second.startswith("2 in")
+        assert [await client.text("cached_ticks") for _ in range(2)] == ["tick 1", "tick 2"]  # not idempotent
         sums = [await client.call_tool("cached_add", {"a": 1, "b": n}) for n in (1, 2)]  # not idempotent-marked
         assert [s.structured_content for s in sums] == [{"total": 2}, {"total": 3}]
 
@@ -369,7 +370,7 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 8 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
+    assert "connected; 9 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))
