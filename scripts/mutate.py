@@ -386,6 +386,14 @@ MUTATIONS: list[Mutation] = [
         ),
     ),
     m(
+        "group-kill-spares-the-group",
+        FILES + "process.py",
+        "        os.killpg(pid, signal.SIGKILL)",
+        "        os.kill(pid, signal.SIGKILL)",
+        "tests/files/test_process.py::test_without_the_reaper_a_timeout_kills_the_whole_group",
+        "without the reaper, a timed-out command's whole process group is killed, not only its leader",
+    ),
+    m(
         "reaper-leaves-detached-children",
         FILES + "reaper.py",
         "    _, status = os.waitpid(child, 0)\n    kill_all()",
