@@ -1,16 +1,18 @@
 """Break each documented behaviour in turn and check that a test notices: a hand-written mutation testing run.
 
-    scripts/mutate                 every mutation (about 15 minutes on the 2-core machine)
+    scripts/mutate                 every mutation (about 9 minutes on the 2-core machine)
     scripts/mutate ID [ID ...]     only these
     scripts/mutate --list          the mutations, one a line
     scripts/mutate --check         only check that every snippet occurs exactly once (what CI runs, via pytest)
 
-Each mutation replaces one exact snippet of one file, runs the few tests named to kill it
+The named tests first run on the unmutated code (``--no-baseline`` skips that). Then each mutation
+replaces one exact snippet (rarely two, in two files), runs the few tests named to kill it
 (``pytest -x -q`` with a timeout), and restores the file. The files are mutated in place (the
 virtualenv's editable installs, and the servers the tests start, import this checkout) and always
 restored, in a ``finally`` and on SIGINT/SIGTERM; a file with uncommitted changes is refused. A
 snippet that no longer occurs exactly once is STALE: the list must follow the code. Exit status 1
-when a mutation survived or is stale. Stdlib only; logs go to stderr, the report to stdout.
+when a mutation survived, is stale, or names tests pytest cannot find (ERROR); 2 when the named tests
+fail unmutated or a file to mutate has uncommitted changes. Stdlib only; logs go to stderr, the report to stdout.
 """
 
 from __future__ import annotations
