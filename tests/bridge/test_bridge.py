@@ -3,6 +3,7 @@ mounted by a real ``nexus serve`` and driven through the official MCP client."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -193,6 +194,7 @@ async def test_two_upstreams_serving_the_same_uris_each_serve_theirs_under_their
     async with nexus(config) as client:
         for tool in ("a_echo", "b_echo", "links"):
             await client.wait_for_tool(tool)
+        assert not {"echo", "add", "counter"} & set(await client.tool_names())  # 'plain' allows only links
         resources = {str(r.uri) for r in (await client.list_resources()).resources}
         assert {"a+upstream://readme", "b+upstream://readme", "upstream://readme"} <= resources
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
@@ -254,6 +256,23 @@ async def test_pings_keep_a_healthy_connection(tmp_path: Path) -> None:
         assert await client.text("up_counter") == "2 in " + first.split(" in ")[1]  # the same process
 
 
+async def test_a_hung_upstream_is_noticed_by_its_pings_and_replaced(tmp_path: Path) -> None:
+    """A frozen server keeps its pipe open: only an unanswered ping tells it from a slow one."""
+    upstream = stdio_upstream(ping_interval=0.2, timeout=1, backoff=0.1)
+    async with nexus(write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + upstream)) as client:
+        await client.wait_for_tool("up_counter")
+        frozen = int((await client.text("up_counter")).split(" in ")[1])
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            with anyio.fail_after(20):
+                while (result := await client.call_tool("up_counter", {})).is_error:
+                    await anyio.sleep(0.1)  # each call waits `timeout` (1 s) for the frozen process
+        finally:
+            _kill(frozen)
+        count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]
+        assert count == "1" and int(pid) != frozen  # a new process answered
+
+
 async def test_after_giving_up_its_tools_are_withdrawn_and_a_call_says_why(tmp_path: Path) -> None:
     config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(retries=0))
     async with nexus(config) as client:
@@ -275,8 +294,19 @@ async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Pat
         assert await client.text("cached_counter") == await client.text("cached_counter")
         first, second = await client.text("fresh_counter"), await client.text("fresh_counter")
         assert first.startswith("1 in") and second.startswith("2 in")
+        assert [await client.text("cached_ticks") for _ in range(2)] == ["tick 1", "tick 2"]  # not idempotent
         sums = [await client.call_tool("cached_add", {"a": 1, "b": n}) for n in (1, 2)]  # not idempotent-marked
         assert [s.structured_content for s in sums] == [{"total": 2}, {"total": 3}]
+
+
+async def test_a_cached_result_expires_after_the_ttl(tmp_path: Path) -> None:
+    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=3)
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("cached_counter")
+        first = await client.text("cached_counter")
+        assert first.startswith("1 in ") and await client.text("cached_counter") == first
+        await anyio.sleep(3.5)
+        assert await client.text("cached_counter") == "2 in " + first.split(" in ")[1]
 
 
 async def test_an_http_upstream_is_proxied_with_its_token_from_the_environment(
@@ -340,7 +370,7 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 8 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
+    assert "connected; 9 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))
@@ -417,6 +447,11 @@ def test_stopping_nexus_stops_the_servers_it_started(tmp_path: Path, mode: str) 
     while _alive(upstream_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(upstream_pid)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

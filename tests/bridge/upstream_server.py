@@ -2,7 +2,7 @@
 
 Its tools cover what the bridge must forward faithfully: structured output,
 annotations, errors, a crash in mid-call, a read-only idempotent counter (to see
-the cache) and a tool that adds a tool (to see list_changed followed).
+the cache, and one not idempotent) and a tool that adds a tool (to see list_changed followed).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mcp_types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel
 
 server = MCPServer("upstream", version="1.0")
-calls = {"count": 0}
+calls = {"count": 0, "ticks": 0}
 NAME = os.environ.get("UPSTREAM_NAME", "")  # tells apart two of these serving the same URIs
 
 
@@ -42,6 +42,13 @@ def counter() -> str:
     """How many times this tool has run in this process (the pid tells processes apart)."""
     calls["count"] += 1
     return f"{calls['count']} in {os.getpid()}"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def ticks() -> str:
+    """Like counter, but not marked idempotent: its results are never cached."""
+    calls["ticks"] += 1
+    return f"tick {calls['ticks']}"
 
 
 @server.tool(annotations=ToolAnnotations(destructiveHint=True))

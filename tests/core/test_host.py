@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, MCPError
 
+from nexus_core import PluginContext, hookimpl
 from nexus_core.errors import NexusError, PluginError
 from tests.core.fakes import BrokenRegistration, Calculator, Echo, FailingStartup, UndeclaredCategory
 
@@ -172,6 +173,32 @@ async def test_lifecycle_runs_startup_then_shutdown(make_host) -> None:
         assert calc.events == ["start calc"]
         await client.list_tools()
     assert calc.events == ["start calc", "stop calc"]
+
+
+class Lifecycle:
+    """Records its own startup and shutdown in a list shared with other instances."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    @hookimpl
+    async def nexus_startup(self, ctx: PluginContext) -> None:
+        self.events.append(f"start {ctx.name}")
+
+    @hookimpl
+    async def nexus_shutdown(self, ctx: PluginContext) -> None:
+        self.events.append(f"stop {ctx.name}")
+
+
+async def test_plugins_stop_in_the_reverse_of_their_start_order(make_host) -> None:
+    events: list[str] = []
+    host = make_host({name: Lifecycle(events) for name in ("first", "second", "third")})
+    async with Client(host.server) as client:
+        await client.list_tools()
+        started = list(events)
+    assert sorted(started) == ["start first", "start second", "start third"]
+    stopped = [event.replace("start", "stop") for event in reversed(started)]
+    assert events == started + stopped  # a plugin may rely on those started before it, until it stops
 
 
 async def test_a_plugin_whose_startup_fails_answers_with_an_error(make_host) -> None:

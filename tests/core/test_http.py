@@ -105,6 +105,17 @@ async def test_foreign_origins_and_hosts_are_refused(http_server, tmp_path: Path
     assert local_origin.status_code == 200
 
 
+async def test_allowed_origins_admits_a_configured_browser_origin(http_server, tmp_path: Path) -> None:
+    text = f'[server]\ndata_dir = "{tmp_path / "data"}"\n[server.http]\nallowed_origins = ["https://app.example"]\n'
+    url = http_server("--config", str(write_config(tmp_path / "nexus.toml", text)))
+    headers = HEADERS | {"Authorization": f"Bearer {HTTP_TOKEN}"}
+    async with httpx2.AsyncClient() as http:
+        allowed = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "https://app.example"})
+        other = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "https://other.example"})
+    assert allowed.status_code == 200
+    assert other.status_code == 403
+
+
 def test_a_token_variable_that_is_not_set_stops_startup(tmp_path: Path, token_config: Path) -> None:
     import subprocess
 

@@ -65,6 +65,15 @@ def test_deny_patterns_apply_to_the_path_as_written_and_the_real_path(policy: Pa
         policy.resolve("env-alias")  # a harmless name pointing at a denied file
 
 
+def test_a_denied_name_is_refused_even_when_it_links_to_an_allowed_file(policy: PathPolicy, tree: Path) -> None:
+    (tree / "src" / ".env").symlink_to(tree / "src" / "app.py")
+    with pytest.raises(
+        PermissionDenied, match=r"^permission denied: 'src/\.env' matches the deny_paths pattern '\*\*/\.env'$"
+    ):
+        policy.resolve("src/.env")  # the real path (src/app.py) is allowed; the name as written is not
+    assert policy.resolve("src/app.py") == tree / "src" / "app.py"
+
+
 def test_directory_patterns_hide_everything_below(tree: Path) -> None:
     policy = PathPolicy([tree], ["keys/"])
     with pytest.raises(PermissionDenied):

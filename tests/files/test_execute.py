@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 import pytest
 
-from tests.files.helpers import call, fail
+from tests.files.helpers import alive, call, fail
 
 pytestmark = pytest.mark.anyio
 
@@ -55,9 +57,18 @@ async def test_refusals_name_the_reason(files_client, outside):
 
 
 async def test_timeout_kills_the_process_group(files_client, repo):
+    duration = "30.2719"  # tells this test's sleeps from any other process
+    command = f"echo started; sleep {duration} | sleep {duration}"
     async with files_client(categories=EXEC, allowed_commands=["sleep", "echo"], command_timeout=5) as client:
-        message = await fail(client, "run_command", command="echo started; sleep 30 | sleep 30", timeout=0.5)
+        message = await fail(client, "run_command", command=command, timeout=0.5)
         assert "timed out after 0.5 s" in message and "started" in message
+    deadline = time.monotonic() + 5
+    while alive(duration) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = alive(duration)
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []  # both sleeps died with the group, not 30 s later
 
 
 async def test_environment_is_scrubbed_of_secrets(files_client, monkeypatch):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.files.helpers import call, fail
+from tests.files.helpers import alive, call, fail
 
 pytestmark = pytest.mark.anyio
 
@@ -163,20 +163,6 @@ async def test_ordinary_uses_still_run(files_client, repo):
 
 
 # -- processes: nothing outlives the call, nothing reads the server ----------------------
-
-
-def alive(marker: str) -> list[int]:
-    """Processes whose command line holds ``marker``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline and b"pytest" not in cmdline:
-                found.append(int(name))
-    return found
 
 
 ESCAPE = """

@@ -100,6 +100,16 @@ async def test_append_mkdir_copy_rename_delete(files_client, repo):
         assert "folder" in await fail(client, "delete_file", path="docs/a")
 
 
+async def test_copy_file_keeps_the_mode(files_client, repo):
+    (repo / "tool.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(repo / "tool.sh", 0o751)
+    async with files_client(categories=WRITE) as client:
+        copied = await call(client, "copy_file", source="tool.sh", destination="copy.sh")
+    assert copied["action"] == "copied"
+    assert stat.S_IMODE(os.stat(repo / "copy.sh").st_mode) == 0o751
+    assert (repo / "copy.sh").read_text() == "#!/bin/sh\necho hi\n"
+
+
 async def test_delete_file_removes_a_link_not_its_target(files_client, repo):
     async with files_client(categories=WRITE) as client:
         await call(client, "delete_file", path="link_to_readme")

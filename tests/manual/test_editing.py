@@ -133,6 +133,24 @@ async def test_replace_and_delete_need_exactly_one_match_and_change_nothing_othe
     assert "- call Ann and Bo\n" in text and "- paint" not in text
 
 
+async def test_the_front_matter_is_not_edited_as_text(manual, root) -> None:
+    path = write(root / "work" / "plan.md", entity("plan", BODY, extra=FM_EXTRA))
+    before = path.read_bytes()
+    async with manual() as tools:
+        refused = await tools.err(
+            "replace_entity_content",
+            library_name="work",
+            entity_name="plan",
+            old_content="owner: ann",
+            new_content="owner: bo",
+            in_section="frontmatter",
+        )
+    assert refused.endswith(
+        ": the front matter is not edited as text; use the relation tools, rename_entity or merge_entities"
+    )
+    assert path.read_bytes() == before
+
+
 async def test_replace_entity_section_replaces_subsections_and_can_change_heading(manual, root) -> None:
     path = write(root / "work" / "plan.md", entity("plan", BODY))
     async with manual() as tools:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
+from nexus_memory import embedders
 from nexus_memory.embedders import MINILM_SHA256, EmbedderError, MiniLMEmbedder, _check_sha256, available, create
 from tests.memory.helpers import call, fails, store
 
@@ -91,11 +93,29 @@ async def test_unknown_embedder_name_is_a_tool_error(memory_host) -> None:
 async def test_nothing_is_downloaded_and_no_default_embedding_function(memory_host, tmp_path: Path) -> None:
     host = memory_host()
     async with Client(host.server) as client:
-        await store(client, "Offline memory.", "api", ["x"])
+        mid = await store(client, "Offline memory.", "api", ["x"])
         from nexus_memory import _RUNTIMES
 
         (rt,) = [r for r in _RUNTIMES.values() if r.ctx.data_dir_path.is_relative_to(tmp_path)]
         collection = rt.service().store.memories
         assert collection._embedding_function is None
         assert (collection.configuration or {}).get("embedding_function") is None
-    assert MiniLMEmbedder._session is not None
+        stored = collection.get(ids=[mid], include=["embeddings"])["embeddings"][0]
+    # The vector Chroma holds is the shipped MiniLM's (no model Chroma would fetch): same 384 numbers.
+    (expected,) = MiniLMEmbedder().embed(["Offline memory."])
+    assert len(stored) == 384 and max(abs(a - b) for a, b in zip(stored, expected, strict=True)) < 1e-6
+
+
+@pytest.mark.parametrize("constant", ["MINILM_SHA256", "TOKENIZER_SHA256"])
+def test_loading_checks_the_model_and_tokenizer_checksums(monkeypatch: pytest.MonkeyPatch, constant: str) -> None:
+    """The files on disk are the real ones; the checksum they must match is changed, so _load must refuse."""
+
+    class Fresh(MiniLMEmbedder):  # a session of its own: the one the other tests share stays loaded
+        _lock = threading.Lock()
+        _session = None
+        _tokenizer = None
+
+    monkeypatch.setattr(embedders, constant, "0" * 64)
+    with pytest.raises(EmbedderError, match=f"has sha256 [0-9a-f]{{64}}, expected {'0' * 64}"):
+        Fresh._load()
+    assert Fresh._session is None and Fresh._tokenizer is None

@@ -1,0 +1,846 @@
+"""Break each documented behaviour in turn and check that a test notices: a hand-written mutation testing run.
+
+    scripts/mutate                 every mutation (about 9 minutes on the 2-core machine)
+    scripts/mutate ID [ID ...]     only these
+    scripts/mutate --list          the mutations, one a line
+    scripts/mutate --check         only check that every snippet occurs exactly once (what CI runs, via pytest)
+
+The named tests first run on the unmutated code (``--no-baseline`` skips that). Then each mutation
+replaces one exact snippet (rarely two, in two files), runs the few tests named to kill it
+(``pytest -x -q`` with a timeout), and restores the file. The files are mutated in place (the
+virtualenv's editable installs, and the servers the tests start, import this checkout) and always
+restored, in a ``finally`` and on SIGINT/SIGTERM; a file with uncommitted changes is refused. A
+snippet that no longer occurs exactly once is STALE: the list must follow the code. Exit status 1
+when a mutation survived, is stale, or names tests pytest cannot find (ERROR); 2 when the named tests
+fail unmutated or a file to mutate has uncommitted changes. Stdlib only; logs go to stderr, the report to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 600  # seconds for one mutation's tests; a hang counts as killed (the tests did not pass)
+
+
+@dataclass(frozen=True)
+class Edit:
+    file: str  # relative to the checkout
+    original: str  # must occur exactly once in the file
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    edits: tuple[Edit, ...]  # usually one; more where two safeguards back each other up
+    tests: tuple[str, ...]  # pytest arguments: the node ids (or files) that must fail
+    behaviour: str  # the documented behaviour it breaks
+
+
+def m(
+    id: str, file: str, original: str, replacement: str, tests: str | tuple[str, ...], behaviour: str, *also: Edit
+) -> Mutation:
+    """One mutation; ``tests`` is split on spaces unless given as a tuple (node ids with spaces)."""
+    return Mutation(id, (Edit(file, original, replacement), *also), _tuple(tests), behaviour)
+
+
+def _tuple(tests: str | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(tests.split()) if isinstance(tests, str) else tests
+
+
+def off(condition: str) -> str:
+    """A condition that is never true, for ``if CONDITION:`` lines."""
+    return f"if False and ({condition}):"
+
+
+CORE = "nexus_core/"
+FILES = "plugins/nexus_files/nexus_files/"
+MEMORY = "plugins/nexus_memory/nexus_memory/"
+GRAPH = "plugins/nexus_graph/nexus_graph/"
+MANUAL = "plugins/nexus_manual/nexus_manual/"
+BRIDGE = "plugins/nexus_bridge/nexus_bridge/upstream.py"
+PERMS = CORE + "permissions.py"
+HOST_T = "tests/core/test_host.py::"
+PERM_T = "tests/core/test_permissions.py::"
+SAFE_T = "tests/core/test_safe_defaults.py::"
+SHARED_T = "tests/core/test_shared.py::"
+BT = "tests/bridge/test_bridge.py::"
+WRITE_T = "tests/files/test_write.py::"
+EXEC_T = "tests/files/test_execute.py::"
+SPECS_T = "tests/files/test_execute_specs.py::"
+MEM_A = "tests/memory/test_analysis.py::"
+GRAPH_T = "tests/graph/test_tools.py::"
+STORE_T = "tests/graph/test_storage.py::"
+EDIT_T = "tests/manual/test_editing.py::"
+
+MUTATIONS: list[Mutation] = [
+    # -- the core: the permission gate -------------------------------------------------------------------
+    m(
+        "grant-category-ignored",
+        PERMS,
+        "if category is not None and category not in self.categories:",
+        off("category is not None and category not in self.categories"),
+        HOST_T + "test_a_tool_whose_category_is_not_granted_is_refused_naming_the_grant",
+        "a tool whose category is not granted is refused, naming the grant",
+    ),
+    m(
+        "allow-tools-ignored",
+        PERMS,
+        "if self.allow_tools and self.allow_tools.isdisjoint(names):",
+        off("self.allow_tools"),
+        HOST_T + "test_allow_tools_narrows_and_deny_tools_removes",
+        "allow_tools narrows a plugin's tools",
+    ),
+    m(
+        "deny-tools-ignored",
+        PERMS,
+        "if not self.deny_tools.isdisjoint(names):",
+        off("self.deny_tools"),
+        HOST_T + "test_allow_tools_narrows_and_deny_tools_removes",
+        "deny_tools removes tools",
+    ),
+    m(
+        "deny-tools-skips-resources-and-prompts",
+        CORE + "host.py",
+        "names = {own, public, *([requires, table.public_name(requires)] if requires else [])}",
+        "names = {own, public}",
+        SAFE_T + "test_resources_and_prompts_pass_the_same_gate_and_are_audited",
+        "a resource or prompt is refused whenever the tool it requires is (deny_tools)",
+    ),
+    m(
+        "refused-items-listed",
+        CORE + "host.py",
+        "            if item is not None and refusal(item, session):\n                hidden.append(entry)",
+        "            pass",
+        SAFE_T + "test_a_hostile_repositorys_config_only_narrows",
+        "a tool the session may not use is not listed to it",
+    ),
+    m(
+        "audit-outcome-always-ok",
+        CORE + "audit.py",
+        '"outcome": outcome,',
+        '"outcome": "ok",',
+        "tests/bridge/test_bridge.py::test_a_denied_upstream_tool_is_neither_listed_nor_callable "
+        + HOST_T
+        + "test_every_call_is_audited_without_arguments_by_default",
+        "the audit line records each call's outcome",
+    ),
+    m(
+        "audit-arguments-always",
+        CORE + "audit.py",
+        "if self.include_arguments and arguments is not None:",
+        "if arguments is not None:",
+        HOST_T + "test_every_call_is_audited_without_arguments_by_default",
+        "the audit line leaves arguments out unless include_arguments",
+    ),
+    m(
+        "plugins-stop-in-start-order",
+        CORE + "host.py",
+        "name = self._started.pop()",
+        "name = self._started.pop(0)",
+        HOST_T + "test_plugins_stop_in_the_reverse_of_their_start_order",
+        "plugins stop in the reverse of their start order",
+    ),
+    # -- the core: the path policy -----------------------------------------------------------------------
+    m(
+        "path-outside-roots-served",
+        PERMS,
+        "        if root is None:\n            if self.root_of(lexical) is not None:",
+        "        if False:\n            if self.root_of(lexical) is not None:",
+        PERM_T + "test_dotdot_and_absolute_paths_outside_are_refused",
+        "a path outside the roots is refused",
+    ),
+    m(
+        "symlinks-not-resolved",
+        PERMS,
+        "real = Path(os.path.realpath(given))",
+        "real = lexical",
+        PERM_T + "test_symlinks_are_resolved_before_checking",
+        "symlinks are resolved before the roots are checked",
+    ),
+    m(
+        "deny-checks-only-the-real-path",
+        PERMS,
+        "for candidate in (lexical, real) if lexical != real else (real,):",
+        "for candidate in (real,):",
+        PERM_T + "test_a_denied_name_is_refused_even_when_it_links_to_an_allowed_file",
+        "deny_paths applies to the path as written and to the real path",
+    ),
+    m(
+        "empty-path-accepted",
+        PERMS,
+        "if not raw.strip():",
+        off("not raw.strip()"),
+        PERM_T + "test_empty_and_nul_paths_are_refused",
+        "an empty path is refused",
+    ),
+    m(
+        "secret-list-ignored",
+        PERMS,
+        "if view.secrets and (pattern := _SECRETS.match(rel, path.is_dir)):",
+        "if False and (pattern := _SECRETS.match(rel, path.is_dir)):",
+        SAFE_T + "test_a_project_folder_serves_its_files_but_never_its_secrets",
+        "the built-in secret list hides secrets under every root",
+    ),
+    m(
+        "secret-list-without-env-files",
+        CORE + "sensitive.py",
+        '".env", ".env.*", ',
+        "",
+        SAFE_T + "test_a_project_folder_serves_its_files_but_never_its_secrets",
+        "the secret list holds .env files",
+    ),
+    m(
+        "git-dir-writable",
+        PERMS,
+        "if _is_git_dir(folder):",
+        off("_is_git_dir(folder)"),
+        PERM_T
+        + "test_writes_inside_git_are_refused_reads_are_not "
+        + PERM_T
+        + "test_writes_into_any_git_directory_are_refused",
+        "writes inside a git directory are refused",
+    ),
+    m(
+        "runs-code-writable",
+        PERMS,
+        "if runs_code.include:",
+        off("runs_code.include"),
+        SAFE_T + "test_writes_to_files_that_run_code_later_are_refused",
+        "writes to files that run code later are refused",
+    ),
+    m(
+        "virtualenv-writable",
+        PERMS,
+        'if (folder / "pyvenv.cfg").is_file():',
+        off('(folder / "pyvenv.cfg").is_file()'),
+        SAFE_T + "test_writes_to_files_that_run_code_later_are_refused",
+        "writes inside a virtualenv are refused",
+    ),
+    m(
+        "protected-paths-writable",
+        PERMS,
+        "if real == guarded or real.is_relative_to(guarded):",
+        off("real == guarded"),
+        PERM_T + "test_protected_paths_are_readable_but_never_writable",
+        "Nexus's own config, data and code are never writable by tools",
+    ),
+    # -- the core: atomic writes and locks ---------------------------------------------------------------
+    m(
+        "atomic-write-drops-mode",
+        CORE + "atomic.py",
+        "            os.fchmod(f.fileno(), mode)\n",
+        "",
+        "tests/core/test_atomic.py::test_replaces_content_and_keeps_the_mode",
+        "an atomic write keeps the file's mode",
+    ),
+    m(
+        "atomic-write-leaves-its-temp",
+        CORE + "atomic.py",
+        "        with contextlib.suppress(OSError):\n            os.unlink(tmp, dir_fd=dir_fd)\n        raise",
+        "        raise",
+        "tests/core/test_atomic.py::test_a_failed_rename_leaves_the_old_file_and_no_temp",
+        "a failed atomic write leaves no temp file",
+    ),
+    m(
+        "atomic-write-no-sweep",
+        CORE + "atomic.py",
+        '    _sweep_at(dir_fd, f".{name[:200]}.")\n',
+        "",
+        "tests/core/test_atomic.py::test_a_writer_killed_mid_write_leaves_old_or_new_and_its_temp_is_swept",
+        "temp files of killed writers are swept",
+    ),
+    m(
+        "file-lock-not-taken",
+        CORE + "locks.py",
+        "            fcntl.flock(fd, fcntl.LOCK_EX)",
+        "            pass",
+        "tests/files/test_concurrency.py::test_two_servers_editing_one_file_lose_nothing",
+        "two servers editing one file lose nothing (locked)",
+    ),
+    # -- the core: HTTP, the shared server and the relay -------------------------------------------------
+    m(
+        "allowed-origins-ignored",
+        CORE + "transports.py",
+        " + http.allowed_origins,",
+        ",",
+        "tests/core/test_http.py::test_allowed_origins_admits_a_configured_browser_origin",
+        "[server.http] allowed_origins admits browser origins",
+    ),
+    m(
+        "dns-rebinding-unprotected",
+        CORE + "transports.py",
+        "enable_dns_rebinding_protection=True,",
+        "enable_dns_rebinding_protection=False,",
+        "tests/core/test_http.py::test_foreign_origins_and_hosts_are_refused",
+        "foreign Host and Origin headers are refused",
+    ),
+    m(
+        "shared-server-ignores-config-change",
+        CORE + "shared.py",
+        "if self._config_stamp() != self.config_stamp:",
+        off("self._config_stamp() != self.config_stamp"),
+        SHARED_T + "test_a_changed_config_restarts_the_server_without_losing_open_sessions",
+        "a changed config restarts the shared server",
+    ),
+    m(
+        "relay-launch-folder-lost",
+        CORE + "shared.py",
+        'cwd=Path(hello["cwd"]) if hello.get("cwd") else None,',
+        "cwd=None,",
+        SHARED_T + "test_each_client_works_in_its_own_launch_folder",
+        "each relayed client works in its own launch folder",
+    ),
+    m(
+        "relay-narrowing-lost",
+        CORE + "shared.py",
+        'narrowing = read_narrowing(Path(hello["narrowing"])) if hello.get("narrowing") else None',
+        "narrowing = None",
+        SAFE_T + "test_a_hostile_repositorys_config_only_narrows",
+        "an untrusted folder's nexus.toml narrows the relayed session",
+    ),
+    # -- files: writes, edits, execution -----------------------------------------------------------------
+    m(
+        "edit-first-of-many-matches",
+        FILES + "write.py",
+        "                if count != 1:",
+        "                if count == 0:",
+        WRITE_T + "test_failed_edit_names_the_count_and_changes_nothing",
+        "edit_file's old_text must match exactly once",
+    ),
+    m(
+        "edit-dry-run-writes",
+        FILES + "write.py",
+        "if not dry_run and after != before:",
+        "if after != before:",
+        WRITE_T + "test_edit_file_replaces_exact_text_and_diffs",
+        "edit_file with dry_run changes nothing",
+    ),
+    m(
+        "copy-file-drops-mode",
+        FILES + "write.py",
+        "replace(dst, destination, data, overwrite=overwrite, mode=mode)",
+        "replace(dst, destination, data, overwrite=overwrite)",
+        WRITE_T + "test_copy_file_keeps_the_mode",
+        "copy_file copies the mode",
+    ),
+    m(
+        "delete-file-removes-folders",
+        FILES + "write.py",
+        "            if stat.S_ISDIR(info.st_mode):\n                raise ToolError(f\"'{path}' is a folder; delete",
+        "            if False:\n                raise ToolError(f\"'{path}' is a folder; delete",
+        WRITE_T + "test_append_mkdir_copy_rename_delete",
+        "delete_file refuses folders",
+    ),
+    m(
+        "denied-commands-ignored",
+        FILES + "shellcheck.py",
+        "if name in set(config.denied_commands):",
+        off("name in set(config.denied_commands)"),
+        EXEC_T + "test_refusals_name_the_reason",
+        "denied_commands always win",
+    ),
+    m(
+        "setsid-allowed",
+        FILES + "argspecs.py",
+        '    "setsid": "starts a process in a session of its own, out of reach of the timeout",\n',
+        "",
+        (SPECS_T + "test_what_arguments_mean_is_checked[setsid sleep 31.7]",),
+        "setsid is refused whatever the lists say",
+    ),
+    m(
+        "environment-not-scrubbed",
+        FILES + "process.py",
+        'if (k in wanted or k.startswith("LC_"))',
+        'if (True or k in wanted or k.startswith("LC_"))',
+        EXEC_T + "test_environment_is_scrubbed_of_secrets",
+        "commands run with an allowlisted environment",
+    ),
+    m(
+        "output-not-capped",
+        FILES + "process.py",
+        "                self.data += chunk[:room]",
+        "                self.data += chunk",
+        EXEC_T + "test_output_is_capped",
+        "command output is capped at max_output_bytes",
+    ),
+    m(
+        "timeout-kills-nothing",
+        FILES + "process.py",
+        "        os.killpg(pid, signal.SIGKILL)",
+        "        pass",
+        EXEC_T + "test_timeout_kills_the_process_group",
+        "a timed-out command's process group is killed (the reaper's kill disabled too: they back each other up)",
+        Edit(
+            FILES + "reaper.py",
+            "    def stop(signum: int, frame: object) -> None:\n        kill_all()",
+            "    def stop(signum: int, frame: object) -> None:\n        pass",
+        ),
+    ),
+    m(
+        "group-kill-spares-the-group",
+        FILES + "process.py",
+        "        os.killpg(pid, signal.SIGKILL)",
+        "        os.kill(pid, signal.SIGKILL)",
+        "tests/files/test_process.py::test_without_the_reaper_a_timeout_kills_the_whole_group",
+        "without the reaper, a timed-out command's whole process group is killed, not only its leader",
+    ),
+    m(
+        "reaper-leaves-detached-children",
+        FILES + "reaper.py",
+        "    _, status = os.waitpid(child, 0)\n    kill_all()",
+        "    _, status = os.waitpid(child, 0)",
+        SPECS_T + "test_a_detached_double_forked_child_does_not_outlive_the_call",
+        "nothing a command started outlives it, even detached",
+    ),
+    # -- memory -------------------------------------------------------------------------------------------
+    m(
+        "stale-memories-never-reported",
+        MEMORY + "analysis.py",
+        "    if stale:",
+        "    if False:",
+        MEM_A + "test_the_health_report_scores_untagged_stale_and_similar_tags_exactly",
+        "analyze_knowledge reports memories not updated in stale_days",
+    ),
+    m(
+        "untagged-not-penalised",
+        MEMORY + "analysis.py",
+        "        penalty += 30 * share",
+        "        penalty += 0",
+        MEM_A + "test_the_health_report_scores_untagged_stale_and_similar_tags_exactly",
+        "untagged memories lower the health score",
+    ),
+    m(
+        "plural-tags-not-merged",
+        MEMORY + "analysis.py",
+        'return key[:-1] if len(key) > 3 and key.endswith("s") and not key.endswith("ss") else key',
+        "return key",
+        MEM_A + "test_the_health_report_scores_untagged_stale_and_similar_tags_exactly",
+        "tags differing by a plural 's' are reported as one tag",
+    ),
+    m(
+        "duplicate-threshold-0.99",
+        MEMORY + "analysis.py",
+        "DUPLICATE = 0.90",
+        "DUPLICATE = 0.99",
+        MEM_A + "test_a_duplicate_is_a_neighbour_at_0_90_or_more",
+        "a memory 0.90 similar or more is a potential duplicate",
+    ),
+    m(
+        "fix-after-failure-missed",
+        MEMORY + "analysis.py",
+        'return new.memory_type == "success" and old.memory_type == "failure" and sim >= RESOLVES',
+        "return False",
+        "tests/memory/test_insights.py::test_a_fix_in_one_project_resolves_a_failure_recorded_in_another",
+        "a success close to a failure of any project is reported as its possible fix",
+    ),
+    m(
+        "contradiction-threshold-0.99",
+        MEMORY + "analysis.py",
+        "CONTRADICTION = 0.70",
+        "CONTRADICTION = 0.99",
+        MEM_A + "test_a_contradiction_is_an_opposite_stance_at_0_70_or_more",
+        "a memory 0.70 similar or more with the opposite stance is a potential contradiction",
+    ),
+    m(
+        "failures-of-other-projects-not-compared",
+        MEMORY + "service.py",
+        '                neighbours += self.store.query(vector, FAILURES, {"type": "failure"})',
+        "                pass",
+        "tests/memory/test_insights.py::test_the_failure_is_found_beyond_the_nearest_memories",
+        "a new success is compared with the nearest failures even when other memories are closer",
+    ),
+    m(
+        "merge-keeps-self-links",
+        MEMORY + "service.py",
+        "            if src != dst:",
+        "            if True:",
+        "tests/memory/test_tools.py::test_merge_moves_links_and_tags",
+        "merge_memories drops links that would point from the target to itself",
+    ),
+    m(
+        "exact-term-boost-off",
+        MEMORY + "retrieval.py",
+        "BOOST = 0.15",
+        "BOOST = 0.0",
+        "tests/memory/test_recall.py::test_an_exact_term_reaches_a_memory_beyond_the_semantic_candidates",
+        "recall boosts memories that contain the query's exact terms",
+    ),
+    m(
+        "failed-write-not-undone",
+        MEMORY + "store.py",
+        "            self._pending_undo += reversed(journal)",
+        "            pass",
+        "tests/memory/test_failures.py::test_a_store_that_fails_on_a_full_disk_says_why_and_leaves_nothing",
+        "a write that fails leaves nothing behind",
+    ),
+    m(
+        "model-checksum-not-checked",
+        MEMORY + "embedders.py",
+        '            _check_sha256(model.read_bytes(), MINILM_SHA256, f"MiniLM model {model}")\n',
+        "",
+        "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums",
+        "the model's checksum is checked when it loads",
+    ),
+    m(
+        "tokenizer-checksum-not-checked",
+        MEMORY + "embedders.py",
+        '            _check_sha256(tok_bytes, TOKENIZER_SHA256, "the shipped tokenizer.json")\n',
+        "",
+        "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums",
+        "the tokenizer's checksum is checked when it loads",
+    ),
+    m(
+        "chroma-default-embedding-function",
+        MEMORY + "store.py",
+        "                embedding_function=None,\n",
+        "",
+        "tests/memory/test_embedders.py::test_nothing_is_downloaded_and_no_default_embedding_function",
+        "collections have no embedding function: nothing is downloaded",
+    ),
+    m(
+        "store-lock-not-taken",
+        MEMORY + "lock.py",
+        "            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+        "            pass",
+        "tests/memory/test_lock.py",
+        "one process at a time opens the embedded store, and the second is told which pid holds it",
+    ),
+    m(
+        "delete-keeps-links",
+        MEMORY + "service.py",
+        "                removed = self.store.remove_links(self.store.links_of(record.id))",
+        "                removed = 0",
+        "tests/memory/test_tools.py::test_links_explore_and_delete",
+        "delete_memory removes the memory's links",
+    ),
+    # -- graph --------------------------------------------------------------------------------------------
+    m(
+        "graph-overwrites-an-entity",
+        GRAPH + "graph.py",
+        "            if existing is not None:\n                raise GraphError(",
+        "            if False:\n                raise GraphError(",
+        GRAPH_T + "test_an_existing_id_is_refused_and_the_file_is_unchanged",
+        "the graph is append-only: an existing id is refused",
+    ),
+    m(
+        "graph-duplicate-relation-appended",
+        GRAPH + "graph.py",
+        "            if position is not None:\n                return index.relations[position], False",
+        "            if False:\n                return index.relations[position], False",
+        GRAPH_T + "test_connect_entities_checks_both_ends_predicates_and_duplicates",
+        "an existing relation is not appended again",
+    ),
+    m(
+        "graph-glues-to-a-truncated-line",
+        GRAPH + "storage.py",
+        'if size and _last_byte(path, size) != b"\\n":',
+        'if False and size and _last_byte(path, size) != b"\\n":',
+        STORE_T + "test_a_truncated_last_line_is_reported_skipped_and_not_glued_to_the_next",
+        "an append after a truncated line starts a line of its own",
+    ),
+    m(
+        "graph-keeps-a-short-write",
+        GRAPH + "storage.py",
+        "            os.ftruncate(fd, size)  # nothing half-written stays behind",
+        "            pass",
+        STORE_T + "test_a_short_write_leaves_the_file_as_it_was",
+        "a failed append leaves the file as it was",
+    ),
+    m(
+        "graph-self-relation-accepted",
+        GRAPH + "graph.py",
+        "        if src == dst:",
+        "        if False:",
+        GRAPH_T + "test_connect_entities_checks_both_ends_predicates_and_duplicates",
+        "a relation joins two different entities",
+    ),
+    # -- manual -------------------------------------------------------------------------------------------
+    m(
+        "manual-edits-the-first-of-many-matches",
+        MANUAL + "sections.py",
+        "    hits = occurrences(text, needle, start, end)\n    if len(hits) == 1:",
+        "    hits = occurrences(text, needle, start, end)\n    if hits:",
+        EDIT_T + "test_replace_and_delete_need_exactly_one_match_and_change_nothing_otherwise",
+        "manual edits by exact context need exactly one match",
+    ),
+    m(
+        "manual-overwrites-an-entity",
+        MANUAL + "entities.py",
+        "        if taken:\n",
+        "        if False:\n",
+        EDIT_T + "test_add_entities_writes_front_matter_and_refuses_existing_names",
+        "add_entities refuses existing names",
+    ),
+    m(
+        "manual-edits-front-matter-as-text",
+        MANUAL + "entities.py",
+        "    if normalize_heading(in_section) == FRONTMATTER:",
+        "    if False:",
+        EDIT_T + "test_the_front_matter_is_not_edited_as_text",
+        "the front matter is not edited as text",
+    ),
+    m(
+        "manual-rename-over-an-entity",
+        MANUAL + "entities.py",
+        "        if new_path.exists():",
+        "        if False:",
+        "tests/manual/test_graph.py::test_rename_rewrites_relations_and_wikilinks_across_100_files",
+        "rename_entity refuses a name that exists",
+    ),
+    m(
+        "manual-delete-ignores-missing",
+        MANUAL + "entities.py",
+        "        paths = lib.require(names)\n        for name in names:",
+        "        paths = [p for p in map(lib.entity_path, names) if p.exists()]\n        for name in names:",
+        EDIT_T + "test_delete_entities_is_all_or_nothing",
+        "delete_entities deletes nothing when one name does not exist",
+    ),
+    # -- the example plugin ------------------------------------------------------------------------------
+    m(
+        "hello-greeting-ignored",
+        "examples/nexus_hello/nexus_hello.py",
+        'return Greeting(text=f"{config.greeting}, {name}!", count=greeted[0])',
+        'return Greeting(text=f"Hello, {name}!", count=greeted[0])',
+        "tests/core/test_example_plugin.py::test_hello_with_its_config_resources_and_prompt",
+        "hello greets with the configured greeting",
+    ),
+    # -- bridge -------------------------------------------------------------------------------------------
+    m(
+        "bridge-no-ping-task",
+        BRIDGE,
+        "helpers.start_soon(self._ping, client)",
+        "pass",
+        BT + "test_a_hung_upstream_is_noticed_by_its_pings_and_replaced",
+        "the bridge pings each upstream every ping_interval",
+    ),
+    m(
+        "bridge-ping-failure-kept",
+        BRIDGE,
+        "                self.lost(client)\n                return",
+        "                return",
+        BT + "test_a_hung_upstream_is_noticed_by_its_pings_and_replaced",
+        "an unanswered ping drops the connection and reconnects",
+    ),
+    m(
+        "bridge-cache-never-expires",
+        BRIDGE,
+        "if entry is None or entry[0] < time.monotonic():",
+        "if entry is None:",
+        BT + "test_a_cached_result_expires_after_the_ttl",
+        "cached results expire after cache_ttl",
+    ),
+    m(
+        "bridge-allow-ignored",
+        BRIDGE,
+        "if self.table.allow and not any(fnmatch.fnmatchcase(tool, p) for p in self.table.allow):",
+        "if False:",
+        BT + "test_two_upstreams_serving_the_same_uris_each_serve_theirs_under_their_prefix",
+        "an upstream's allow patterns exclude the tools they do not match",
+    ),
+    m(
+        "bridge-everything-read",
+        BRIDGE,
+        '"read" if read_only else "write",',
+        '"read",',
+        BT + "test_categories_mount_an_upstream_read_only",
+        "upstream tools not marked read-only are in the write category",
+    ),
+    m(
+        "bridge-links-not-relinked",
+        BRIDGE,
+        "if isinstance(block, types.ResourceLink) and self._serves(block.uri):",
+        "if False:",
+        BT + "test_two_upstreams_serving_the_same_uris_each_serve_theirs_under_their_prefix",
+        "resource links in an upstream's results point at PREFIX+URI",
+    ),
+    m(
+        "bridge-retries-the-unfixable",
+        BRIDGE,
+        "self.reason, unfixable = describe(exc), isinstance(exc, Unfixable)",
+        "self.reason, unfixable = describe(exc), False",
+        BT + "test_nexus_plugins_and_tools_show_each_upstream",
+        "a problem retrying cannot fix (an unset variable) gives up at once",
+    ),
+    m(
+        "bridge-caches-non-idempotent-tools",
+        BRIDGE,
+        "return bool(hints and hints.read_only_hint and hints.idempotent_hint)",
+        "return bool(hints and hints.read_only_hint)",
+        BT + "test_read_only_idempotent_results_are_cached_for_the_ttl",
+        "only results of tools marked read-only and idempotent are cached",
+    ),
+    m(
+        "bridge-deny-ignored",
+        BRIDGE,
+        "if pattern := next((p for p in self.table.deny if fnmatch.fnmatchcase(tool, p)), None):",
+        "if False and (pattern := next((p for p in self.table.deny if fnmatch.fnmatchcase(tool, p)), None)):",
+        BT + "test_a_denied_upstream_tool_is_neither_listed_nor_callable",
+        "an upstream's deny patterns exclude its tools",
+    ),
+    m(
+        "bridge-uris-unprefixed",
+        BRIDGE,
+        'return f"{self.prefix}+{uri}" if self.prefix else uri',
+        "return uri",
+        BT + "test_resources_templates_and_prompts_are_proxied",
+        "an upstream's resources are served as PREFIX+URI",
+    ),
+    m(
+        "bridge-never-gives-up",
+        BRIDGE,
+        "if self.failures > self.table.retries or unfixable:",
+        "if unfixable:",
+        BT + "test_after_giving_up_its_tools_are_withdrawn_and_a_call_says_why",
+        "after retries failed attempts the bridge gives up and withdraws the tools",
+    ),
+    m(
+        "bridge-slow-is-gone",
+        BRIDGE,
+        "    if isinstance(exc, TimeoutError):  # slow is not gone\n        return False\n",
+        "",
+        "tests/bridge/test_failures.py",
+        "a slow answer does not drop the connection",
+    ),
+]
+
+
+def check(mutations: list[Mutation]) -> list[str]:
+    """The mutations whose snippet does not occur exactly once, or whose test files are gone."""
+    stale = []
+    for mut in mutations:
+        for edit in mut.edits:
+            path = ROOT / edit.file
+            count = path.read_text(encoding="utf-8").count(edit.original) if path.is_file() else 0
+            if count != 1:
+                stale.append(f"{mut.id}: its snippet occurs {count} times in {edit.file}")
+        if missing := [t for t in mut.tests if not (ROOT / t.split("::")[0]).is_file()]:
+            stale.append(f"{mut.id}: no test file {missing}")
+    return stale
+
+
+def run_one(mut: Mutation) -> tuple[str, float, str]:
+    """Apply, test, restore: KILLED (a test failed or hung), SURVIVED (every test passed) or ERROR,
+    the seconds it took, and the first failure pytest reported."""
+    originals = {edit.file: (ROOT / edit.file).read_text(encoding="utf-8") for edit in mut.edits}
+    started = time.monotonic()
+    try:
+        for edit in mut.edits:
+            path = ROOT / edit.file
+            path.write_text(path.read_text(encoding="utf-8").replace(edit.original, edit.replacement, 1), "utf-8")
+        returncode, out = pytest(["-x", *mut.tests], TIMEOUT)
+    finally:
+        for file, text in originals.items():
+            (ROOT / file).write_text(text, encoding="utf-8")
+    failures = [line for line in out.splitlines() if line.startswith(("FAILED tests", "ERROR tests"))]
+    reason = failures[0] if failures else "timed out" if returncode is None else ""
+    return verdict(returncode), time.monotonic() - started, reason
+
+
+def pytest(args: list[str], timeout: float) -> tuple[int | None, str]:
+    """Run pytest in a process group of its own, so that a timeout also ends the servers it started.
+    The exit status is None after a timeout."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    proc = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        return None, ""
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def verdict(returncode: int | None) -> str:
+    if returncode is None:
+        return "KILLED"  # a hang: the tests did not pass
+    if returncode == 0:
+        return "SURVIVED"
+    if returncode in (4, 5):  # a usage error or no test collected: the named tests are wrong, not killing
+        return "ERROR"
+    return "KILLED"  # 1: a test failed; 2 or 3: collection or pytest itself broke on the mutated code
+
+
+def baseline(mutations: list[Mutation]) -> bool:
+    """Every named test passes on the unmutated code: else a kill would prove nothing."""
+    tests = sorted({t for mut in mutations for t in mut.tests})
+    print(f"baseline: {len(tests)} tests on the unmutated code ...", file=sys.stderr, flush=True)
+    returncode, out = pytest(tests, TIMEOUT * 2)
+    if returncode != 0:
+        print(out[-4000:], file=sys.stderr)
+    return returncode == 0
+
+
+def uncommitted(files: set[str]) -> list[str]:
+    out = subprocess.run(["git", "status", "--porcelain", "--", *files], cwd=ROOT, capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if line.strip()]
+
+
+def _restore_on_signal(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds through run_one's finally, which restores the file
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("ids", nargs="*", help="run only these mutations")
+    parser.add_argument("--list", action="store_true", help="list the mutations")
+    parser.add_argument("--check", action="store_true", help="only check that every snippet occurs once")
+    parser.add_argument("--no-baseline", action="store_true", help="skip running the tests unmutated first")
+    args = parser.parse_args(argv)
+    chosen = [mut for mut in MUTATIONS if not args.ids or mut.id in args.ids]
+    if unknown := set(args.ids) - {mut.id for mut in MUTATIONS}:
+        parser.error(f"unknown mutation ids: {', '.join(sorted(unknown))}")
+    if args.list:
+        for mut in chosen:
+            print(f"{mut.id}\t{' '.join(sorted({e.file for e in mut.edits}))}\t{mut.behaviour}")
+        return 0
+    stale = check(chosen)
+    for line in stale:
+        print(f"STALE     {line}")
+    if args.check:
+        return 1 if stale else 0
+    if dirty := uncommitted({edit.file for mut in chosen for edit in mut.edits}):
+        print("refusing to mutate files with uncommitted changes:\n" + "\n".join(dirty), file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _restore_on_signal)
+    if not args.no_baseline and not baseline(chosen):
+        print("the named tests fail on the unmutated code: fix them first", file=sys.stderr)
+        return 2
+    stale_ids = {line.split(":")[0] for line in stale}
+    started, survivors, killed = time.monotonic(), [], 0
+    for n, mut in enumerate(m for m in chosen if m.id not in stale_ids):
+        print(f"[{n + 1}/{len(chosen) - len(stale_ids)}] {mut.id} ...", file=sys.stderr, flush=True)
+        outcome, seconds, reason = run_one(mut)
+        print(f"{outcome:<9} {mut.id} ({seconds:.0f} s): {mut.behaviour}", flush=True)
+        if reason:
+            print(f"          {reason[:200]}", flush=True)
+        if outcome == "KILLED":
+            killed += 1
+        else:
+            survivors.append(f"{mut.id} ({outcome})")
+    total = killed + len(survivors) + len(stale)
+    print(
+        f"\n{killed} of {total} mutations killed ({100 * killed / max(total, 1):.0f}%), "
+        f"{len(survivors)} survived, {len(stale)} stale, in {time.monotonic() - started:.0f} s"
+    )
+    if survivors:
+        print("survivors: " + ", ".join(survivors))
+    return 1 if survivors or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
