@@ -457,7 +457,8 @@ class Bench:
         servers = {}
         for variant, command in self.variants:
             store = self.work / f"memory-{name}-{variant}"
-            shutil.copytree(memory, store, dirs_exist_ok=True)
+            if memory.exists():  # a size outside --recall-sizes has no store: the plugin starts an empty one
+                shutil.copytree(memory, store, dirs_exist_ok=True)
             config = nexus_config(self.work, f"{name}-{variant}", roots, graph, store)
             self.configs.append(config)
             servers[variant] = self.spawn(nexus_command(command, config), "read_file", self.nexus_env)
