@@ -16,7 +16,9 @@ Every Nexus variant (--nexus NAME=COMMAND, repeatable; default: standalone =
 `nexus serve --standalone` and relay = `nexus serve`, which relays to a shared
 server) is started with `--config <file>` appended, all plugins installed, the
 audit log on; shared servers run in the bench's own runtime folders and are
-stopped at the end.
+stopped at the end. Each Nexus server answers one recall_memories call before
+any row is measured: the memory plugin loads its store and embedder in a
+background thread after start, which would otherwise compete with the first rows.
 Calls go over raw JSON-RPC pipes (bench/pipe_client.py, replies read in 1 MiB
 chunks) and are interleaved in blocks (peer, variant 1, variant 2, ...), so
 machine noise hits every server alike. Ratios are Nexus p50 / peer p50.
@@ -455,10 +457,13 @@ class Bench:
         servers = {}
         for variant, command in self.variants:
             store = self.work / f"memory-{name}-{variant}"
-            shutil.copytree(memory, store, dirs_exist_ok=True)
+            if memory.exists():  # a size outside --recall-sizes has no store: the plugin starts an empty one
+                shutil.copytree(memory, store, dirs_exist_ok=True)
             config = nexus_config(self.work, f"{name}-{variant}", roots, graph, store)
             self.configs.append(config)
             servers[variant] = self.spawn(nexus_command(command, config), "read_file", self.nexus_env)
+        for server in servers.values():  # measure the served calls, not the start: let the store finish loading
+            server.request("tools/call", {"name": "recall_memories", "arguments": {"query": "warm-up"}})
         return servers
 
     def row(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from nexus_core import OpenedFile, PathPolicy, ToolError
 
 SNIFF_BYTES = 8192
@@ -55,11 +57,28 @@ def looks_binary(data: bytes) -> bool:
     return b"\x00" in data
 
 
-def decode_text(data: bytes, shown: str) -> str:
-    """UTF-8 text (undecodable bytes replaced), refusing binary content."""
+def check_text(data: bytes, shown: str) -> None:
+    """Refuse binary content (a NUL byte in its head)."""
     if looks_binary(data[:SNIFF_BYTES]):
         raise ToolError(f"'{shown}' is a binary file ({len(data)} bytes); use file_info to inspect it")
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """UTF-8 text (undecodable bytes replaced), refusing binary content."""
+    check_text(data, shown)
     return data.decode("utf-8", errors="replace")
+
+
+def pread_all(fd: int, offset: int, size: int) -> bytes:
+    """``size`` bytes at ``offset`` (fewer at the end of the file), without moving the file position."""
+    parts: list[bytes] = []
+    while size > 0:
+        part = os.pread(fd, size, offset)
+        if not part:
+            break
+        parts.append(part)
+        offset, size = offset + len(part), size - len(part)
+    return b"".join(parts)
 
 
 def read_text(policy: PathPolicy, given: str, limit: int, *, shown: str = "") -> tuple[str, str]:
