@@ -17,8 +17,10 @@ costliest step: ~4 ms at 10k memories, ~30-50 ms at 100k).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 BOOST = 0.15  # at most this much is added to a cosine similarity (chosen by the bench, see module doc)
 MAX_TERMS = 6
@@ -26,6 +28,13 @@ MAX_TERMS = 6
 # full-text scan for 83% of the bench's exact-term queries instead of 10% at 10k memories, for ~2 ms more.
 CANDIDATES = 50
 PER_TERM = 20  # memories the full-text lookup returns per exact term
+# Over time (bench/RESULTS.md, issue 16). A memory another one supersedes loses 0.05: on the labeled set that put
+# every successor above the memory it replaced, at no cost elsewhere. Age costs at most 0.02, half of it after a
+# year without an update or a recall: more cost recall@5 quickly on a set where answers are as often old as new.
+SUPERSEDED_PENALTY = 0.05
+FRESHNESS_PENALTY = 0.02
+HALF_LIFE_DAYS = 365.0
+PENALTY_MARGIN = 10  # extra candidates fetched without exact terms, for those the penalties may lift into the top
 
 _TOKEN = re.compile(r"[^\s,;\"'`<>\[\]{}]+")
 _EDGE = ".,:;!?()'\""
@@ -67,14 +76,30 @@ def matched(terms: list[str], content: str) -> list[str]:
     return [t for t in terms if t in content]
 
 
+def age_penalty(updated_at: str, last_recalled_at: str, now: datetime | None = None) -> float:
+    """``FRESHNESS_PENALTY * (1 - 0.5 ** (days / HALF_LIFE_DAYS))``, days since the later of the two stamps."""
+    stamps = [s for s in (updated_at, last_recalled_at) if s]
+    if not stamps:
+        return 0.0
+    try:
+        latest = max(datetime.fromisoformat(s) for s in stamps)
+    except ValueError:
+        return 0.0
+    if latest.tzinfo is None:
+        latest = latest.replace(tzinfo=UTC)
+    days = max(0.0, ((now or datetime.now(UTC)) - latest).total_seconds() / 86400)
+    return FRESHNESS_PENALTY * (1 - math.pow(0.5, days / HALF_LIFE_DAYS))
+
+
 @dataclass
 class Candidate:
     id: str
     similarity: float
     matched_terms: list[str]
+    penalty: float = 0.0  # subtracted after the boost: superseded, old
 
     def score(self, n_terms: int, boost: float = BOOST) -> float:
-        return self.similarity + (boost * len(self.matched_terms) / n_terms if n_terms else 0.0)
+        return self.similarity + (boost * len(self.matched_terms) / n_terms if n_terms else 0.0) - self.penalty
 
 
 def rank(candidates: list[Candidate], n_terms: int, boost: float = BOOST) -> list[Candidate]:
