@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from nexus_memory.retrieval import FRESHNESS_PENALTY, SUPERSEDED_PENALTY, age_penalty
+from nexus_memory.retrieval import FRESHNESS_PENALTY, SUPERSEDED_PENALTY, TAG_BOOST, TagIndex, age_penalty
 from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, fails, store
 
@@ -26,7 +26,7 @@ def _by_id(out: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 async def test_a_superseded_memory_ranks_below_its_successor(memory_host) -> None:
     async with Client(memory_host().server) as client:
-        old, new = await store(client, OLD, "ops", ["deploy"]), await store(client, NEW, "ops", ["deploy"])
+        old, new = await store(client, OLD, "ops", ["runbook"]), await store(client, NEW, "ops", ["runbook"])
         before = await call(client, "recall_memories", query=QUERY, limit=2)
         assert [m["id"] for m in before["memories"]] == [old, new]  # the old text is closer to the query
         gap = before["memories"][0]["score"] - before["memories"][1]["score"]
@@ -48,8 +48,8 @@ async def test_a_superseded_memory_ranks_below_its_successor(memory_host) -> Non
 async def test_archived_memories_are_skipped_unless_asked(memory_host) -> None:
     host = memory_host()
     async with Client(host.server) as client:
-        kept = await store(client, NEW, "ops", ["deploy"])
-        gone = await store(client, OLD, "ops", ["deploy"])
+        kept = await store(client, NEW, "ops", ["runbook"])
+        gone = await store(client, OLD, "ops", ["runbook"])
         out = await call(client, "update_memory", memory_id=gone, archived=True)
         assert out["changes"] == ["archived"]
         assert (await call(client, "get_memory", memory_id=gone))["archived"] is True
@@ -85,7 +85,7 @@ def test_age_penalty_halves_in_a_year_and_counts_from_the_later_stamp() -> None:
 async def test_an_old_memory_loses_a_little_rank_until_it_is_recalled(memory_host) -> None:
     host = memory_host()
     async with Client(host.server) as client:
-        mid = await store(client, OLD, "ops", ["deploy"])
+        mid = await store(client, OLD, "ops", ["runbook"])
         st = runtime_of(host).service().store
         two_years = (datetime.now(UTC) - timedelta(days=730)).isoformat()
         st.memories.update(ids=[mid], metadatas=[{"updated_at": two_years}])
@@ -116,3 +116,30 @@ async def test_store_suggests_the_tags_similar_memories_use(memory_host) -> None
         assert out["suggested_tags"] == ["postgres"]  # not docker (it has it), not css (not similar)
         lone = await call(client, "store_memory", content="Bought a new keyboard.", context_name="life", tags=[])
         assert lone["suggested_tags"] == []
+
+
+def test_a_query_names_tags_as_whole_words() -> None:
+    index = TagIndex({"jwt", "key-rotation", "go", "c++", "android", "性能"})
+    assert index.named_in("JWT 签名密钥轮换后一半服务拒绝令牌") == ["jwt"]
+    assert index.named_in("after the key rotation on Android 13, c++ builds fail") == ["android", "c++", "key-rotation"]
+    assert index.named_in("google golang: going nowhere") == []  # no tag inside another word
+    assert index.named_in("数据库性能下降") == ["性能"]
+
+
+async def test_a_memory_whose_tag_the_query_names_gains_the_tag_boost(memory_host) -> None:
+    async with Client(memory_host(embedder="minilm+e5").server) as client:
+        tagged = await store(client, "Push messages stopped arriving after the OS upgrade.", "mobile", ["android"])
+        plain = await store(client, "Push messages stopped arriving after the OS upgrade on phones.", "mobile", [])
+        await call(client, "update_memory", memory_id=plain, tags=["ios"])
+        out = _by_id(await call(client, "recall_memories", query="Android 13 收不到通知", limit=5))
+        assert out[tagged]["score"] == pytest.approx(out[tagged]["similarity"] + TAG_BOOST, abs=2e-4)
+        assert out[plain]["score"] == pytest.approx(out[plain]["similarity"], abs=2e-4)
+        # A tag added later is known at once.
+        await call(client, "update_memory", memory_id=plain, tags=["ios", "push-notifications"])
+        out = _by_id(await call(client, "recall_memories", query="push notifications never arrive", limit=5))
+        assert out[plain]["score"] == pytest.approx(out[plain]["similarity"] + TAG_BOOST, abs=2e-4)
+        assert out[tagged]["score"] == pytest.approx(out[tagged]["similarity"], abs=2e-4)
+    async with Client(memory_host(embedder="minilm", collection="light").server) as client:  # none in light mode
+        tagged = await store(client, "Push messages stopped arriving after the OS upgrade.", "mobile", ["android"])
+        out = _by_id(await call(client, "recall_memories", query="Android 13 收不到通知", limit=5))
+        assert out[tagged]["score"] == pytest.approx(out[tagged]["similarity"], abs=2e-4)

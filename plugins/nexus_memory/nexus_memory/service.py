@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from nexus_core import ToolError
 from nexus_memory import retrieval
 from nexus_memory.analysis import NewMemory, knowledge_report, link_suggestion_message, store_analysis, summarize
+from nexus_memory.embedders import tag_boost
 from nexus_memory.models import (
     MEMORY_TYPES,
     ContextSibling,
@@ -36,7 +37,7 @@ from nexus_memory.models import (
     UnlinkResult,
     UpdatedMemory,
 )
-from nexus_memory.store import ChromaStore, LinkRecord, Record, where_clause
+from nexus_memory.store import ChromaStore, LinkRecord, Record, where_clause, with_any_tag
 
 MAX_CONTENT = 100_000
 MAX_TAG = 64
@@ -203,7 +204,15 @@ class MemoryService:
         semantic = [(r, s / scale) for r, s in self.store.query(vector, n, where)]
         records = {r.id: r for r, _ in semantic}
         pool = [retrieval.Candidate(r.id, s, retrieval.matched(terms, r.content)) for r, s in semantic]
-        ranked = self._ranked(pool, records, len(terms))
+        gain = tag_boost(self.store.embedder)
+        named = self.store.tag_index().named_in(query) if gain else []
+        if named:  # the nearest memories with a tag the query names, wherever they rank otherwise
+            tagged = self.store.query(vector, limit + retrieval.PENALTY_MARGIN, with_any_tag(where, named))
+            for record, sim in tagged:
+                if record.id not in records:
+                    records[record.id] = record
+                    pool.append(retrieval.Candidate(record.id, sim / scale, retrieval.matched(terms, record.content)))
+        ranked = self._ranked(pool, records, len(terms), named, gain)
         # Fewer than n results means the search returned every memory the filters allow: none is outside.
         if len(semantic) == n and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
             import numpy as np
@@ -214,7 +223,7 @@ class MemoryService:
                     records[record.id] = record
                     sim = float(np.dot(query_vec, np.asarray(vec, dtype=np.float32))) / scale
                     pool.append(retrieval.Candidate(record.id, sim, retrieval.matched(terms, record.content)))
-            ranked = self._ranked(pool, records, len(terms))
+            ranked = self._ranked(pool, records, len(terms), named, gain)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         self._touch([records[c.id] for c in top])
@@ -232,13 +241,19 @@ class MemoryService:
         return RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
 
     def _ranked(
-        self, pool: list[retrieval.Candidate], records: dict[str, Record], n_terms: int
+        self,
+        pool: list[retrieval.Candidate],
+        records: dict[str, Record],
+        n_terms: int,
+        named: list[str],
+        gain: float,
     ) -> list[retrieval.Candidate]:
-        """The candidates by score, after the penalties for being superseded and for age."""
+        """The candidates by score, after the tag boost and the penalties for being superseded and for age."""
         superseded = self.store.superseded_by(c.id for c in pool)
         stamp = datetime.now(UTC)
         for c in pool:
             r = records[c.id]
+            c.tag_boost = gain if set(named) & set(r.tags) else 0.0
             c.penalty = retrieval.age_penalty(r.updated_at, r.last_recalled_at, stamp)
             c.penalty += retrieval.SUPERSEDED_PENALTY if c.id in superseded else 0.0
         return retrieval.rank(pool, n_terms)

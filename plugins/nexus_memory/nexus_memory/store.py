@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 
 from nexus_memory import lock
 from nexus_memory.embedders import Embedder, EmbedderError, create, embed_query, query_scale
+from nexus_memory.retrieval import TagIndex
 
 log = logging.getLogger("nexus.memory")
 
@@ -134,6 +135,13 @@ class LinkRecord:
         )
 
 
+def with_any_tag(where: dict[str, Any] | None, tags: list[str]) -> dict[str, Any]:
+    """``where``, narrowed to the memories with any of ``tags``."""
+    parts = [{"tags": {"$contains": t}} for t in tags]
+    tagged = parts[0] if len(parts) == 1 else {"$or": parts}
+    return tagged if where is None else {"$and": [where, tagged]}
+
+
 def collection_metadata(embedder: Embedder, recipe: str) -> dict[str, Any]:
     return {"nexus_embedder": embedder.name, "nexus_dimension": int(embedder.dimension), "nexus_text": recipe}
 
@@ -190,6 +198,7 @@ class ChromaStore:
     _journal: list[Callable[[], None]] | None = None  # the inverses of the writes of the current atomic() block
     _pending_undo: list[Callable[[], None]] = field(default_factory=list)  # inverses that could not run yet
     _superseded: dict[str, set[str]] | None = None  # target -> the memories that supersede it (from the links)
+    _tags: TagIndex | None = None  # every tag in use (a removed tag may linger: it then matches nothing)
 
     @property
     def backend(self) -> str:
@@ -313,6 +322,7 @@ class ChromaStore:
         """Release the client (the lock on an embedded folder stays with the process)."""
         client, self._client, self._memories, self._links = self._client, None, None, None
         self._superseded = None  # a failed write may have undone link changes: reread them
+        self._tags = None
         if client is not None:
             with suppress(Exception):
                 client.close()
@@ -387,7 +397,18 @@ class ChromaStore:
         self._will_undo(lambda: self.memories.delete(ids=ids))
         self._add(records, vectors)
 
+    def tag_index(self) -> TagIndex:
+        if self._tags is None:
+            self._tags = TagIndex({t for _, m in self.all_metadata() for t in (m.get("tags") or [])})
+        return self._tags
+
+    def _note_tags(self, records: Iterable[Record]) -> None:
+        if self._tags is not None:
+            for tag in {t for r in records for t in r.tags}:
+                self._tags.add(tag)
+
     def _add(self, records: list[Record], vectors: list[list[float]]) -> None:
+        self._note_tags(records)
         self.memories.add(
             ids=[r.id for r in records],
             documents=[r.content for r in records],
@@ -402,6 +423,7 @@ class ChromaStore:
         self._upsert(record, vector if vector is not None else old_vector)
 
     def _upsert(self, record: Record, vector: list[float]) -> None:
+        self._note_tags([record])
         self.memories.upsert(
             ids=[record.id], documents=[record.content], metadatas=[record.metadata()], embeddings=[vector]
         )
