@@ -12,6 +12,8 @@ printed, side by side.
 Variants:
 - ``tag``: a memory whose tags the query names as whole words (``JWT 签名密钥…`` names ``jwt``; ``-`` in a tag
   also matches a space) gains ``w``: technical names survive translation, where the embedders falter.
+- ``prf`` (on top of ``tag w 0.04``): pseudo-relevance feedback; each memory gains ``b`` x its mean pair
+  similarity to the query's top ``k`` memories.
 - ``chunks``: a memory also scores the best of its sentences' e5 similarities (max-pooling), mixed in as
   ``max(whole, (1 - m) * whole + m * best sentence)``.
 """
@@ -58,6 +60,7 @@ class Replica:
         m_q, e_q = cache.get(mini, qtexts, query=True), cache.get(e5, qtexts, query=True)
         a = PAIR_MINILM_WEIGHT
         self.e5_sims = e_q @ e_doc.T
+        self.doc_sims = a * (m_doc @ m_doc.T) + (1 - a) * (e_doc @ e_doc.T)  # pair cosine between memories
         pair = a * (m_q @ m_doc.T) + (1 - a) * self.e5_sims
         cjk = np.array([is_cjk(t) for t in qtexts])
         self.sims = np.where(cjk[:, None], self.e5_sims, pair)
@@ -116,6 +119,15 @@ class Replica:
     def base(self) -> np.ndarray:
         return self.sims + self.boost - self.penalty
 
+    def prf(self, score: np.ndarray, k: int, beta: float) -> np.ndarray:
+        """Pseudo-relevance feedback: each memory gains ``beta`` x its mean similarity to the query's top ``k``."""
+        out = score.copy()
+        for i in range(len(self.queries)):
+            s = np.where(self.allowed[i], score[i], -np.inf)
+            top = np.argsort(-s, kind="stable")[:k]
+            out[i] = score[i] + beta * self.doc_sims[top].mean(axis=0)
+        return out
+
 
 class _Named:
     def __init__(self, model: object, name: str) -> None:
@@ -144,6 +156,8 @@ def main() -> None:
     variants: dict[str, Callable[[], np.ndarray]] = {"baseline (the plugin's default)": rep.base}
     for w in (0.02, 0.04, 0.06, 0.08, 0.1, 0.15):
         variants[f"tag w {w}"] = lambda w=w: rep.base() + w * rep.tags
+    for k, beta in ((3, 0.05), (3, 0.1), (5, 0.1), (5, 0.2), (10, 0.2)):
+        variants[f"prf k {k} b {beta}"] = lambda k=k, beta=beta: rep.prf(rep.base() + 0.04 * rep.tags, k, beta)
     for m in (0.3, 0.5, 0.7):
         variants[f"chunks m {m}"] = lambda m=m: rep.base() + np.maximum(0, m * (rep.chunks() - rep.e5_sims))
     results = {name: rep.result(fn()) for name, fn in variants.items()}

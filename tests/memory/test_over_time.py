@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -18,6 +19,15 @@ pytestmark = pytest.mark.anyio
 OLD = "Deploys use the blue-green script on the two web hosts; traffic switches in the nginx upstream."
 NEW = "Deploys use the blue-green pipeline on the two web hosts; traffic switches in the nginx upstream."
 QUERY = "how do we deploy the web hosts with the blue-green script"
+
+
+async def _recalled_at(client: Client, memory_id: str) -> str:
+    for _ in range(100):
+        stamp = (await call(client, "get_memory", memory_id=memory_id))["last_recalled_at"]
+        if stamp:
+            return stamp
+        await anyio.sleep(0.05)
+    raise AssertionError("last_recalled_at was never written")
 
 
 def _by_id(out: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -91,7 +101,7 @@ async def test_an_old_memory_loses_a_little_rank_until_it_is_recalled(memory_hos
         st.memories.update(ids=[mid], metadatas=[{"updated_at": two_years}])
         first = (await call(client, "recall_memories", query=QUERY, limit=1))["memories"][0]
         assert first["similarity"] - first["score"] == pytest.approx(FRESHNESS_PENALTY * 0.75, abs=2e-4)
-        recalled_at = (await call(client, "get_memory", memory_id=mid))["last_recalled_at"]
+        recalled_at = await _recalled_at(client, mid)  # written by a worker thread, after the answer
         assert recalled_at[:10] == datetime.now(UTC).isoformat()[:10]
         second = (await call(client, "recall_memories", query=QUERY, limit=1))["memories"][0]
         assert second["score"] == pytest.approx(second["similarity"], abs=2e-4)

@@ -110,5 +110,6 @@ class Runtime:
         if self._warm_up is not None:
             self._warm_up.join()  # never leave it loading into an interpreter that exits
         if self._service is not None:
+            self._service.close()
             self._service.store.close()
             self._service = None

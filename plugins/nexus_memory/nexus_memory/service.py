@@ -5,6 +5,8 @@ Every check happens before anything is written, so a refused call changes nothin
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
@@ -38,6 +40,8 @@ from nexus_memory.models import (
     UpdatedMemory,
 )
 from nexus_memory.store import ChromaStore, LinkRecord, Record, where_clause, with_any_tag
+
+log = logging.getLogger("nexus.memory")
 
 MAX_CONTENT = 100_000
 MAX_TAG = 64
@@ -139,6 +143,13 @@ class MemoryService:
     def __init__(self, store: ChromaStore, stale_days: int = 180) -> None:
         self.store = store
         self.stale_days = stale_days
+        # last_recalled_at is written by a worker thread: an embedded Chroma update costs 20-30 ms, which a recall
+        # would otherwise wait for (measured at 3k memories: recall p50 17 -> 48 ms).
+        self._touches: dict[str, str] = {}
+        self._touch_lock = threading.Lock()
+        self._touch_wake = threading.Event()
+        self._touch_thread: threading.Thread | None = None
+        self._closing = False
 
     def _one(self, memory_id: str, what: str = "memory_id") -> Record:
         mid = clean_id(memory_id, what)
@@ -259,13 +270,46 @@ class MemoryService:
         return retrieval.rank(pool, n_terms)
 
     def _touch(self, records: list[Record]) -> None:
-        """Set ``last_recalled_at`` on the recalled memories, at most once a day each (recall stays read-mostly)."""
+        """Queue ``last_recalled_at`` for the recalled memories, at most once a day each (recall stays read-mostly)."""
         stamp = now()
         stale = [r.id for r in records if r.last_recalled_at[:10] != stamp[:10]]
-        if stale:
+        if not stale or self._closing:
+            return
+        with self._touch_lock:
+            self._touches.update(dict.fromkeys(stale, stamp))
+            if self._touch_thread is None:
+                self._touch_thread = threading.Thread(target=self._touch_loop, name="nexus-memory-touch", daemon=True)
+                self._touch_thread.start()
+        self._touch_wake.set()
+
+    def _touch_loop(self) -> None:
+        while True:
+            self._touch_wake.wait()
+            self._touch_wake.clear()
+            self.flush_touches()
+            if self._closing:
+                return
+
+    def flush_touches(self) -> None:
+        """Write the queued ``last_recalled_at`` stamps (a memory deleted meanwhile is skipped, never recreated)."""
+        with self._touch_lock:
+            pending, self._touches = self._touches, {}
+        by_stamp: dict[str, list[str]] = defaultdict(list)
+        for mid, stamp in pending.items():
+            by_stamp[stamp].append(mid)
+        try:
             with self.store.write_lock:
-                present = list(self.store.get(stale))  # one deleted meanwhile must not come back as a stub
-                self.store.touch(present, stamp)
+                for stamp, ids in by_stamp.items():
+                    self.store.touch(list(self.store.get(ids)), stamp)
+        except Exception as exc:  # a freshness stamp is not worth failing anything for
+            log.warning("could not record when memories were recalled: %s", exc)
+
+    def close(self) -> None:
+        """Write what is queued and stop the worker thread."""
+        self._closing = True
+        self._touch_wake.set()
+        if self._touch_thread is not None:
+            self._touch_thread.join(timeout=10)
 
     # -- reading ------------------------------------------------------------------
 
