@@ -60,6 +60,10 @@ class Replica:
         m_q, e_q = cache.get(mini, qtexts, query=True), cache.get(e5, qtexts, query=True)
         a = PAIR_MINILM_WEIGHT
         self.e5_sims = e_q @ e_doc.T
+        e_qp = cache.get(e5, qtexts, query=False)  # the queries with the passage: prefix (symmetric matching)
+        self.e5_sims_sym = e_qp @ e_doc.T
+        self.m_sims = m_q @ m_doc.T
+        self.cjk = np.array([is_cjk(t) for t in qtexts])
         self.doc_sims = a * (m_doc @ m_doc.T) + (1 - a) * (e_doc @ e_doc.T)  # pair cosine between memories
         pair = a * (m_q @ m_doc.T) + (1 - a) * self.e5_sims
         cjk = np.array([is_cjk(t) for t in qtexts])
@@ -119,6 +123,13 @@ class Replica:
     def base(self) -> np.ndarray:
         return self.sims + self.boost - self.penalty
 
+    def symmetric(self, cjk_only: bool) -> np.ndarray:
+        """The base score with e5 reading the queries as passages (for every query, or the CJK ones only)."""
+        a = PAIR_MINILM_WEIGHT
+        e5 = np.where(self.cjk[:, None], self.e5_sims_sym, self.e5_sims) if cjk_only else self.e5_sims_sym
+        sims = np.where(self.cjk[:, None], e5, a * self.m_sims + (1 - a) * e5)
+        return sims + self.boost - self.penalty
+
     def prf(self, score: np.ndarray, k: int, beta: float) -> np.ndarray:
         """Pseudo-relevance feedback: each memory gains ``beta`` x its mean similarity to the query's top ``k``."""
         out = score.copy()
@@ -158,6 +169,11 @@ def main() -> None:
         variants[f"tag w {w}"] = lambda w=w: rep.base() + w * rep.tags
     for k, beta in ((3, 0.05), (3, 0.1), (5, 0.1), (5, 0.2), (10, 0.2)):
         variants[f"prf k {k} b {beta}"] = lambda k=k, beta=beta: rep.prf(rep.base() + 0.04 * rep.tags, k, beta)
+    for cjk_only in (False, True):
+        variants[f"tag 0.04 + e5 symmetric, {'CJK queries' if cjk_only else 'all queries'}"] = lambda c=cjk_only: (
+            rep.symmetric(c) + 0.04 * rep.tags
+        )
+    variants["tag w 0.04, CJK queries only"] = lambda: rep.base() + 0.04 * rep.tags * rep.cjk[:, None]
     for m in (0.3, 0.5, 0.7):
         variants[f"chunks m {m}"] = lambda m=m: rep.base() + np.maximum(0, m * (rep.chunks() - rep.e5_sims))
     results = {name: rep.result(fn()) for name, fn in variants.items()}
