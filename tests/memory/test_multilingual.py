@@ -15,7 +15,7 @@ from mcp import Client
 from nexus_memory import embedders
 from nexus_memory.config import MemoryConfig
 from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, configured, is_cjk
-from nexus_memory.transfer import memory_cli
+from nexus_memory.transfer import memory_cli, reindex
 from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, store
 
@@ -138,3 +138,33 @@ async def test_a_minilm_collection_keeps_working_then_reindex_moves_it(memory_ho
         out = await call(client, "recall_memories", query=JA_QUERY, limit=2)
         assert {m["id"] for m in out["memories"]} == {ja, en}
         assert len(_store_of(moved).vectors([ja])[ja]) == 768
+
+
+class _Failing:
+    """An embedder that fails on its second batch, as a model that runs out of memory halfway would."""
+
+    name, dimension = "failing", 8
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("out of memory")
+        return [[1.0] + [0.0] * 7 for _ in texts]
+
+
+async def test_a_failed_reindex_leaves_the_collection_as_it_was(memory_host, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        ids = [await store(client, f"Memory number {i} about caching.", "api", ["cache"]) for i in range(3)]
+        st = _store_of(host)
+        before = st.vectors(ids)
+        monkeypatch.setattr("nexus_memory.store.PAGE", 2)  # two pages: the second batch fails
+        with pytest.raises(RuntimeError, match="out of memory"):
+            reindex(st, _Failing())  # type: ignore[arg-type]
+        assert {c.name for c in st._client.list_collections()} == {"nexus_memories", "nexus_memories_links"}
+        assert st.embedder.name == "minilm" and st.vectors(ids) == before
+        hit = await call(client, "recall_memories", query="memory number 2 about caching", limit=1)
+        assert hit["memories"][0]["id"] == ids[2]
