@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from nexus_core import PluginContext, ToolError
 from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import EmbedderError, configured
+from nexus_memory.embedders import EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
 from nexus_memory.store import ChromaStore, StoreError, one_line
 
@@ -71,6 +71,8 @@ class Runtime:
                 return
             store.embed(["warm-up"])
             store.embed_query("warm-up")
+            if tag_boost(store.embedder):
+                store.tag_index()  # a scan of every memory's tags: not on the first recall
         except Exception as exc:  # the tools report it on every call; the server serves on
             self._warm_error = str(exc) if isinstance(exc, EmbedderError | StoreError) else one_line(exc)
             log.warning("memory store not ready: %s", self._warm_error)
