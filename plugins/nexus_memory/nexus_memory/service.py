@@ -223,21 +223,16 @@ class MemoryService:
         named = self.store.tag_index().named_in(query) if gain else []
         if named:  # the nearest memories with a tag the query names, wherever they rank otherwise
             tagged = self.store.query(vector, limit + retrieval.PENALTY_MARGIN, with_any_tag(where, named))
-            for record, sim in tagged:
-                if record.id not in records:
-                    records[record.id] = record
-                    pool.append(retrieval.Candidate(record.id, sim / scale, retrieval.matched(terms, record.content)))
+            self._join(pool, records, [(r, s / scale) for r, s in tagged], terms)
         ranked = self._ranked(pool, records, len(terms), named, gain)
         # Fewer than n results means the search returned every memory the filters allow: none is outside.
         if len(semantic) == n and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
             import numpy as np
 
             query_vec = np.asarray(vector, dtype=np.float32)
-            for record, vec in self.store.containing(terms, where, retrieval.PER_TERM * len(terms)):
-                if record.id not in records:
-                    records[record.id] = record
-                    sim = float(np.dot(query_vec, np.asarray(vec, dtype=np.float32))) / scale
-                    pool.append(retrieval.Candidate(record.id, sim, retrieval.matched(terms, record.content)))
+            found = self.store.containing(terms, where, retrieval.PER_TERM * len(terms))
+            cosines = [(r, float(np.dot(query_vec, np.asarray(v, dtype=np.float32))) / scale) for r, v in found]
+            self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
@@ -254,6 +249,19 @@ class MemoryService:
             for c in top
         ]
         return RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
+
+    @staticmethod
+    def _join(
+        pool: list[retrieval.Candidate],
+        records: dict[str, Record],
+        found: list[tuple[Record, float]],
+        terms: list[str],
+    ) -> None:
+        """Add the memories found another way (tags, exact terms) that are not candidates yet."""
+        for record, similarity in found:
+            if record.id not in records:
+                records[record.id] = record
+                pool.append(retrieval.Candidate(record.id, similarity, retrieval.matched(terms, record.content)))
 
     def _ranked(
         self,
