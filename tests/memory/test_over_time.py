@@ -154,3 +154,20 @@ async def test_a_memory_whose_tag_the_query_names_gains_the_tag_boost(memory_hos
         tagged = await store(client, "Push messages stopped arriving after the OS upgrade.", "mobile", ["android"])
         out = _by_id(await call(client, "recall_memories", query="Android 13 收不到通知", limit=5))
         assert out[tagged]["score"] == pytest.approx(out[tagged]["similarity"], abs=2e-4)
+
+
+async def test_analysis_lists_archive_candidates_until_they_are_archived(memory_host) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        old, new = await store(client, OLD, "ops", ["runbook"]), await store(client, NEW, "ops", ["runbook"])
+        unused = await store(client, "The office printer needs the blue cable.", "office", ["printer"])
+        assert "archive_candidates" not in {i["type"] for i in (await call(client, "analyze_knowledge"))["issues"]}
+        three_years = (datetime.now(UTC) - timedelta(days=3 * 365)).isoformat()
+        runtime_of(host).service().store.memories.update(ids=[unused], metadatas=[{"updated_at": three_years}])
+        await call(client, "link_memories", source_id=new, target_id=old, relation_type="supersedes")
+        issues = {i["type"]: i for i in (await call(client, "analyze_knowledge"))["issues"]}
+        assert set(issues["archive_candidates"]["affected_memory_ids"]) == {old, unused}
+        assert "archived=true" in issues["archive_candidates"]["suggested_action"]
+        for mid in (old, unused):
+            await call(client, "update_memory", memory_id=mid, archived=True)
+        assert "archive_candidates" not in {i["type"] for i in (await call(client, "analyze_knowledge"))["issues"]}

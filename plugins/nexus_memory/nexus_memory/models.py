@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 MemoryType = Literal["insight", "success", "failure", "decision", "note"]
 RelationType = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
 InsightType = Literal["potential_duplicate", "potential_contradiction", "success_after_failure"]
-IssueType = Literal["orphan_memories", "low_connectivity", "stale_memories", "similar_tags"]
+IssueType = Literal["orphan_memories", "low_connectivity", "stale_memories", "similar_tags", "archive_candidates"]
 MEMORY_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note")
 RELATION_TYPES: tuple[str, ...] = ("related", "supersedes", "contradicts", "extends", "depends_on")
 
