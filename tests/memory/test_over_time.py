@@ -55,7 +55,11 @@ async def test_a_superseded_memory_ranks_below_its_successor(memory_host) -> Non
         assert _by_id(again)[old]["superseded_by"] == []
 
 
-async def test_archived_memories_are_skipped_unless_asked(memory_host) -> None:
+@pytest.mark.parametrize("dropped", [200, 0], ids=["dropped-by-recall", "filtered-by-chroma"])
+async def test_archived_memories_are_skipped_unless_asked(
+    memory_host, monkeypatch: pytest.MonkeyPatch, dropped: int
+) -> None:
+    monkeypatch.setattr("nexus_memory.service.ARCHIVED_DROPPED", dropped)  # both ways of leaving them out
     host = memory_host()
     async with Client(host.server) as client:
         kept = await store(client, NEW, "ops", ["runbook"])

@@ -54,6 +54,7 @@ TOP_TAGS = 10
 SUGGESTED_TAGS = 3
 TAG_VOTE = 1.0
 TOUCH_DELAY = 30.0  # seconds between the batched writes of last_recalled_at
+ARCHIVED_DROPPED = 200  # up to this many archived memories, recall drops them itself instead of asking Chroma
 
 
 def now() -> str:
@@ -211,27 +212,36 @@ class MemoryService:
     ) -> RecallResult:
         if not query.strip():
             raise ToolError("query is empty: describe the problem or name the error")
-        where = where_clause(context, memory_type, clean_tags(tags), include_archived)
+        hidden = set() if include_archived else self.store.archived_ids()
+        # Few archived memories are dropped from the candidates; many are filtered by Chroma (which costs more).
+        by_chroma = len(hidden) > ARCHIVED_DROPPED
+        where = where_clause(context, memory_type, clean_tags(tags), include_archived or not by_chroma)
+        extra = 0 if by_chroma else len(hidden)
         terms = retrieval.exact_terms(query)
         vector, scale = self.store.embed_query(query)
         # Without exact terms the ranking is the semantic order, moved only by the small penalties.
         n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit + retrieval.PENALTY_MARGIN
-        semantic = [(r, s / scale) for r, s in self.store.query(vector, n, where)]
+        raw = self.store.query(vector, n + extra, where)
+        complete = len(raw) < n + extra  # every memory the filters allow was returned: none is outside
+        semantic = [(r, s / scale) for r, s in raw if r.id not in hidden][:n]
         records = {r.id: r for r, _ in semantic}
         pool = [retrieval.Candidate(r.id, s, retrieval.matched(terms, r.content)) for r, s in semantic]
         gain = tag_boost(self.store.embedder)
         named = self.store.tag_index().named_in(query) if gain else []
         if named:  # the nearest memories with a tag the query names, wherever they rank otherwise
-            tagged = self.store.query(vector, limit + retrieval.PENALTY_MARGIN, with_any_tag(where, named))
-            self._join(pool, records, [(r, s / scale) for r, s in tagged], terms)
+            tagged = self.store.query(vector, limit + retrieval.PENALTY_MARGIN + extra, with_any_tag(where, named))
+            self._join(pool, records, [(r, s / scale) for r, s in tagged if r.id not in hidden], terms)
         ranked = self._ranked(pool, records, len(terms), named, gain)
-        # Fewer than n results means the search returned every memory the filters allow: none is outside.
-        if len(semantic) == n and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
+        if not complete and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
             import numpy as np
 
             query_vec = np.asarray(vector, dtype=np.float32)
-            found = self.store.containing(terms, where, retrieval.PER_TERM * len(terms))
-            cosines = [(r, float(np.dot(query_vec, np.asarray(v, dtype=np.float32))) / scale) for r, v in found]
+            found = self.store.containing(terms, where, retrieval.PER_TERM * len(terms) + extra)
+            cosines = [
+                (r, float(np.dot(query_vec, np.asarray(v, dtype=np.float32))) / scale)
+                for r, v in found
+                if r.id not in hidden
+            ]
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
         top = ranked[:limit]

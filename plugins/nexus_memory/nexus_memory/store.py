@@ -199,6 +199,9 @@ class ChromaStore:
     _pending_undo: list[Callable[[], None]] = field(default_factory=list)  # inverses that could not run yet
     _superseded: dict[str, set[str]] | None = None  # target -> the memories that supersede it (from the links)
     _tags: TagIndex | None = None  # every tag in use (a removed tag may linger: it then matches nothing)
+    # The archived ids, so recall can drop them from its candidates: a `where` on `archived` made Chroma filter
+    # every record's metadata (recall p50 at 10k: 7.5 ms without it, 25 ms with it; ~180 ms at 100k).
+    _archived: set[str] | None = None
 
     @property
     def backend(self) -> str:
@@ -323,6 +326,7 @@ class ChromaStore:
         client, self._client, self._memories, self._links = self._client, None, None, None
         self._superseded = None  # a failed write may have undone link changes: reread them
         self._tags = None
+        self._archived = None
         if client is not None:
             with suppress(Exception):
                 client.close()
@@ -402,10 +406,19 @@ class ChromaStore:
             self._tags = TagIndex({t for _, m in self.all_metadata() for t in (m.get("tags") or [])})
         return self._tags
 
+    def archived_ids(self) -> set[str]:
+        if self._archived is None:
+            self._archived = set(self.memories.get(where={"archived": True}, include=[])["ids"])
+        return self._archived
+
     def _note_tags(self, records: Iterable[Record]) -> None:
+        """Keep the tag index and the archived ids up to date with records being written."""
         if self._tags is not None:
             for tag in {t for r in records for t in r.tags}:
                 self._tags.add(tag)
+        if self._archived is not None:
+            for r in records:
+                (self._archived.add if r.archived else self._archived.discard)(r.id)
 
     def _add(self, records: list[Record], vectors: list[list[float]]) -> None:
         self._note_tags(records)
@@ -449,6 +462,8 @@ class ChromaStore:
         records, vectors = self.get(ids), self.vectors(ids)
         self._will_undo(lambda: self._add(list(records.values()), [vectors[i] for i in records]))
         self.memories.delete(ids=list(ids))
+        if self._archived is not None:
+            self._archived.difference_update(ids)
 
     def query(self, vector: list[float], n: int, where: dict[str, Any] | None = None) -> list[tuple[Record, float]]:
         """The ``n`` nearest memories with their cosine similarity, best first."""
