@@ -479,9 +479,10 @@ def main() -> None:
     plugin_store = spaces["minilm/content"].store
     plugin_store.embedder = models["minilm"].inner
     service = MemoryService(plugin_store)
+    service._touch = lambda records: None  # type: ignore[method-assign]  # every query sees the same store
     add(
         "(a) plugin today: MiniLM, content, +0.15 exact-term boost",
-        lambda q: [r.id for r in service.recall(q.text, DEPTH, q.context, q.tags, q.memory_type).results],
+        lambda q: [r.id for r in service.recall(q.text, DEPTH, q.context, q.tags, q.memory_type).memories],
     )
 
     texts = {recipe: [fn(r) for r in records] for recipe, fn in RECIPES.items()}

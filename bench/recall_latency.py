@@ -4,11 +4,13 @@
     .venv/bin/python bench/recall_latency.py --cache /tmp/rc --sizes 10000
 
 For each size, two stores are filled and timed through the plugin's own MCP tools (in-process
-``mcp.Client(host.server)``, as ``memory_bench.py`` does): ``minilm`` (today: 384-d) and ``minilm+e5``, an
-embedder registered in-process for this bench whose vector is ``[sqrt(a) * minilm, sqrt(1 - a) * e5]``
-(768-d; its dot product is ``a * cos_minilm + (1 - a) * cos_e5``). Both run the plugin's current scoring
-(semantic candidates + exact-term boost + conditional full-text lookup). The recommended design adds a
-BM25 blend over the semantic candidates, timed separately here on the candidates Chroma returned.
+``mcp.Client(host.server)``, as ``memory_bench.py`` does): ``minilm`` (the light mode: 384-d) and ``minilm+e5``,
+the plugin's built-in pair (or, with ``--bench-pair``, an embedder registered in-process for this bench), whose
+vector is ``[sqrt(a) * minilm, sqrt(1 - a) * e5]`` (768-d; its dot product is ``a * cos_minilm + (1 - a) *
+cos_e5``; ``--weight`` must match the plugin's 0.3 for the bulk vectors to be the plugin's). Both run the
+plugin's current scoring (semantic candidates + exact-term boost + conditional full-text lookup + penalties).
+A BM25 blend over the semantic candidates (measured, not adopted) is timed separately on the candidates Chroma
+returned.
 
 Method for the bulk vectors (stated in the output): embedding 100k texts with both models would take hours
 on this 2-core machine, so the stores hold the real vectors of ``--base`` memories (the labeled set plus
@@ -173,7 +175,7 @@ async def measure(size: int, name: str, base: np.ndarray, queries: list[str], we
             for i, q in enumerate(queries[:100]):
                 t0 = time.perf_counter()
                 r = await client.call_tool(
-                    "store_memory", {"content": f"Bench note {i}: {q} was fixed.", "context_name": "bench"}
+                    "store_memory", {"content": f"Bench note {i}: {q} was fixed.", "context_name": "bench", "tags": []}
                 )
                 sto.append((time.perf_counter() - t0) * 1000)
                 assert not r.is_error, r.content
@@ -257,14 +259,20 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
     parser.add_argument("--base", type=int, default=1000, help="memories embedded for real (labeled + generated)")
-    parser.add_argument("--weight", type=float, default=0.5, help="MiniLM's share of the pair's similarity")
+    parser.add_argument("--weight", type=float, default=0.3, help="MiniLM's share of the pair's similarity")
+    parser.add_argument(
+        "--bench-pair",
+        action="store_true",
+        help="time this script's own minilm+e5 (no language switch) instead of the plugin's built-in one",
+    )
     parser.add_argument("--blend", type=float, default=0.1, help="the BM25 weight w of the blend")
     parser.add_argument("--cache", default=None)
     parser.add_argument("--cpu-only", action="store_true", help="only the per-call CPU times of the embedders")
     args = parser.parse_args()
     MINILM_WEIGHT = args.weight
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    embedders.BUILTIN["minilm+e5"] = Pair  # in-process only: lets the plugin's own runtime create it by name
+    if args.bench_pair:  # in-process only: lets the plugin's own runtime create it by name
+        embedders.BUILTIN["minilm+e5"] = Pair
 
     labeled, qs, _, _ = load_set(0)
     if args.cpu_only:

@@ -28,8 +28,8 @@ def _model_loaded() -> None:
 
 
 def memory_host_at(data_dir: Path, categories: list[str] | None = ALL, **keys: Any) -> Host:
-    """A host serving only the memory plugin, its data in ``data_dir``."""
-    table: dict[str, Any] = dict(keys)
+    """A host serving only the memory plugin, its data in ``data_dir`` (MiniLM alone unless ``embedder`` says)."""
+    table: dict[str, Any] = {"embedder": "minilm", **keys}
     if categories is not None:
         table["categories"] = categories
     pm = get_plugin_manager()
@@ -41,7 +41,8 @@ def memory_host_at(data_dir: Path, categories: list[str] | None = ALL, **keys: A
 @pytest.fixture
 def memory_host(make_host: Callable[..., Any]) -> Callable[..., Any]:
     def make(categories: list[str] | None = ALL, **keys: Any) -> Any:
-        table: dict[str, Any] = dict(keys)
+        # MiniLM alone unless a test asks: e5 costs ~3.5x its CPU, and most tests are not about the model.
+        table: dict[str, Any] = {"embedder": "minilm", **keys}
         if categories is not None:
             table["categories"] = categories
         return make_host({"memory": nexus_memory}, {"plugins": {"memory": table}})

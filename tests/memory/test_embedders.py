@@ -72,17 +72,25 @@ def test_model_checksum_is_verified() -> None:
         _check_sha256(b"tampered", MINILM_SHA256, "model")
 
 
-async def test_switching_embedder_on_a_collection_is_a_clear_error(memory_host, hash_embedder: None) -> None:
+async def test_a_collection_keeps_the_embedder_it_was_made_with(
+    memory_host, hash_embedder: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with Client(memory_host(embedder="hash").server) as client:
         mid = await store(client, "Kafka consumer group rebalances on slow batches.", "indexer", ["kafka"])
         assert (await call(client, "get_stats"))["embedder"] == "hash"
+    # Another embedder in the config: the collection's vectors still only compare with its own embedder's.
+    async with Client(memory_host(embedder="minilm").server) as client:
+        assert (await call(client, "get_stats"))["embedder"] == "hash"
         hit = await call(client, "recall_memories", query="kafka consumer group rebalances", limit=1)
         assert hit["memories"][0]["id"] == mid
+    async with Client(memory_host(embedder="minilm", collection="fresh_minilm").server) as client:
+        stats = await call(client, "get_stats")
+        assert (stats["total_memories"], stats["embedder"], stats["embedded_text"]) == (0, "minilm", "tags+content")
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if not p.endswith("site")])
+    monkeypatch.delitem(__import__("sys").modules, "hash_embedder_for_tests", raising=False)
     async with Client(memory_host(embedder="minilm").server) as client:
         err = await fails(client, "recall_memories", query="kafka")
-        assert "holds vectors of embedder 'hash' (64-d)" in err and "'minilm' (384-d)" in err
-    async with Client(memory_host(embedder="minilm", collection="fresh_minilm").server) as client:
-        assert (await call(client, "get_stats"))["total_memories"] == 0
+        assert "holds vectors of embedder 'hash' (64-d), which cannot be loaded" in err and "reindex" in err
 
 
 async def test_unknown_embedder_name_is_a_tool_error(memory_host) -> None:

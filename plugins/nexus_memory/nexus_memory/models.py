@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 MemoryType = Literal["insight", "success", "failure", "decision", "note"]
 RelationType = Literal["related", "supersedes", "contradicts", "extends", "depends_on"]
 InsightType = Literal["potential_duplicate", "potential_contradiction", "success_after_failure"]
-IssueType = Literal["orphan_memories", "low_connectivity", "stale_memories", "similar_tags"]
+IssueType = Literal["orphan_memories", "low_connectivity", "stale_memories", "similar_tags", "archive_candidates"]
 MEMORY_TYPES: tuple[str, ...] = ("insight", "success", "failure", "decision", "note")
 RELATION_TYPES: tuple[str, ...] = ("related", "supersedes", "contradicts", "extends", "depends_on")
 
@@ -51,6 +51,11 @@ class StoredMemory(BaseModel):
     suggested_links: list[SuggestedLink]
     insights: list[Insight]
     link_suggestion_message: str
+    suggested_tags: list[str] = Field(
+        default_factory=list,
+        description="Added: tags that the most similar memories use and this one lacks (suggestions only: "
+        "update_memory applies them).",
+    )
 
 
 # -- reading -----------------------------------------------------------------------
@@ -64,13 +69,21 @@ class MemoryListItem(BaseModel):
     tags: list[str]
     created_at: str
     updated_at: str = Field(description="Added: when the memory last changed.")
+    archived: bool = Field(False, description="Added: archived memories are left out unless include_archived.")
 
 
 class RecalledMemory(MemoryListItem):
     content: str
     similarity: float = Field(description="Cosine similarity of meaning between query and memory (-1..1).")
-    score: float = Field(description="Added: the ranking score, similarity plus the exact-term boost.")
+    score: float = Field(
+        description="Added: the ranking score: similarity plus the exact-term boost (and, with minilm+e5, 0.04 "
+        "when the query names one of its tags), minus 0.05 when another memory supersedes it and up to 0.02 for "
+        "age (updated or recalled long ago)."
+    )
     matched_terms: list[str] = Field(description="Added: exact terms of the query (codes, names) found in it.")
+    superseded_by: list[str] = Field(
+        default_factory=list, description="Added: the memories linked as superseding this one."
+    )
 
 
 class RecallResult(BaseModel):
@@ -94,6 +107,8 @@ class Memory(BaseModel):
     tags: list[str]
     created_at: str
     updated_at: str
+    archived: bool = Field(False, description="Added.")
+    last_recalled_at: str = Field("", description="Added: when recall last returned it (at most daily); '' never.")
 
 
 class CountItem(BaseModel):
@@ -112,6 +127,8 @@ class Stats(BaseModel):
     total_links: int = Field(description="Added.")
     embedder: str = Field(description="Added: the embedder's name.")
     backend: str = Field(description="Added: 'embedded' (a folder) or the Chroma server URL.")
+    embedded_text: str = Field("tags+content", description="Added: what is embedded: 'tags+content' or 'content'.")
+    archived_memories: int = Field(0, description="Added: how many memories are archived (counted in the total).")
 
 
 # -- changing ----------------------------------------------------------------------
@@ -120,7 +137,9 @@ class Stats(BaseModel):
 class UpdatedMemory(BaseModel):
     success: bool
     memory_id: str
-    changes: list[Literal["content", "tags", "memory_type"]] = Field(description="What changed; empty if nothing.")
+    changes: list[Literal["content", "tags", "memory_type", "archived"]] = Field(
+        description="What changed; empty if nothing."
+    )
     updated_at: str = Field(description="Added.")
 
 

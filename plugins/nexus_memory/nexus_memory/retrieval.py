@@ -17,8 +17,10 @@ costliest step: ~4 ms at 10k memories, ~30-50 ms at 100k).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 BOOST = 0.15  # at most this much is added to a cosine similarity (chosen by the bench, see module doc)
 MAX_TERMS = 6
@@ -26,6 +28,19 @@ MAX_TERMS = 6
 # full-text scan for 83% of the bench's exact-term queries instead of 10% at 10k memories, for ~2 ms more.
 CANDIDATES = 50
 PER_TERM = 20  # memories the full-text lookup returns per exact term
+# Over time (bench/RESULTS.md, issue 16). A memory another one supersedes loses 0.05: on the labeled set that put
+# every successor above the memory it replaced, at no cost elsewhere. Age costs at most 0.02, half of it after a
+# year without an update or a recall: more cost recall@5 quickly on a set where answers are as often old as new.
+SUPERSEDED_PENALTY = 0.05
+FRESHNESS_PENALTY = 0.02
+HALF_LIFE_DAYS = 365.0
+PENALTY_MARGIN = 10  # extra candidates fetched without exact terms, for those the penalties may lift into the top
+# With minilm+e5, a memory whose tag the query names as a word gains this: technical names (JWT, Android, Redis)
+# survive in Japanese and Chinese queries where the embedders falter. Chosen on the labeled set's dev half among
+# 0.02-0.15 (0.04: dev recall@5 0.86 -> 0.89; test 0.889 -> 0.899; bench/recall_tune.py). With MiniLM alone the
+# dev half lost a query (0.75 -> 0.74), so the light mode has none (an embedder's ``tag_boost``, default 0).
+TAG_BOOST = 0.04
+_ALNUM = re.compile(r"[a-z0-9]+")
 
 _TOKEN = re.compile(r"[^\s,;\"'`<>\[\]{}]+")
 _EDGE = ".,:;!?()'\""
@@ -67,14 +82,65 @@ def matched(terms: list[str], content: str) -> list[str]:
     return [t for t in terms if t in content]
 
 
+def age_penalty(updated_at: str, last_recalled_at: str, now: datetime | None = None) -> float:
+    """``FRESHNESS_PENALTY * (1 - 0.5 ** (days / HALF_LIFE_DAYS))``, days since the later of the two stamps."""
+    stamps = [s for s in (updated_at, last_recalled_at) if s]
+    if not stamps:
+        return 0.0
+    try:
+        latest = max(datetime.fromisoformat(s) for s in stamps)
+    except ValueError:
+        return 0.0
+    if latest.tzinfo is None:
+        latest = latest.replace(tzinfo=UTC)
+    days = max(0.0, ((now or datetime.now(UTC)) - latest).total_seconds() / 86400)
+    return FRESHNESS_PENALTY * (1 - math.pow(0.5, days / HALF_LIFE_DAYS))
+
+
+def tag_forms(tag: str) -> set[str]:
+    """How a query may name ``tag``: as written, or with spaces for its hyphens (lower case)."""
+    low = tag.lower()
+    return {low, low.replace("-", " ")}
+
+
+def names(query: str, form: str) -> bool:
+    """Whether ``query`` (lower case) contains ``form`` as a whole word: no letter or digit on either side."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(form)}(?![a-z0-9])", query) is not None
+
+
+class TagIndex:
+    """The tags in use, indexed by their first word, so a query is checked only against the tags it may name."""
+
+    def __init__(self, tags: set[str] | None = None) -> None:
+        self.by_word: dict[str, set[str]] = {}
+        self.other: set[str] = set()  # tags without a Latin letter or digit (e.g. Japanese ones)
+        for tag in tags or ():
+            self.add(tag)
+
+    def add(self, tag: str) -> None:
+        words = _ALNUM.findall(tag.lower())
+        if words:
+            self.by_word.setdefault(words[0], set()).add(tag)
+        else:
+            self.other.add(tag)
+
+    def named_in(self, query: str) -> list[str]:
+        low = query.lower()
+        maybe = {t for w in set(_ALNUM.findall(low)) for t in self.by_word.get(w, ())} | self.other
+        return sorted(t for t in maybe if any(names(low, f) for f in tag_forms(t)))
+
+
 @dataclass
 class Candidate:
     id: str
     similarity: float
     matched_terms: list[str]
+    penalty: float = 0.0  # subtracted after the boost: superseded, old
+    tag_boost: float = 0.0  # TAG_BOOST when the query names one of its tags
 
     def score(self, n_terms: int, boost: float = BOOST) -> float:
-        return self.similarity + (boost * len(self.matched_terms) / n_terms if n_terms else 0.0)
+        exact = boost * len(self.matched_terms) / n_terms if n_terms else 0.0
+        return self.similarity + exact + self.tag_boost - self.penalty
 
 
 def rank(candidates: list[Candidate], n_terms: int, boost: float = BOOST) -> list[Candidate]:

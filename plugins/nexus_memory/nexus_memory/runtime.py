@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from nexus_core import PluginContext, ToolError
 from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import EmbedderError, create
+from nexus_memory.embedders import EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
 from nexus_memory.store import ChromaStore, StoreError, one_line
 
@@ -49,7 +49,7 @@ class Runtime:
     def service(self) -> MemoryService:
         with self._lock:
             if self._service is None:
-                embedder = create(self.config.embedder)
+                embedder = configured(self.config.embedder)
                 store = ChromaStore(self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url)
                 self._service = MemoryService(store, self.config.stale_days)
             return self._service
@@ -70,6 +70,10 @@ class Runtime:
             if self._stopping.is_set():  # the server stops already: do not load the model for nothing
                 return
             store.embed(["warm-up"])
+            store.embed_query("warm-up")
+            store.archived_ids()
+            if tag_boost(store.embedder):
+                store.tag_index()  # a scan of every memory's tags: not on the first recall
         except Exception as exc:  # the tools report it on every call; the server serves on
             self._warm_error = str(exc) if isinstance(exc, EmbedderError | StoreError) else one_line(exc)
             log.warning("memory store not ready: %s", self._warm_error)
@@ -109,5 +113,6 @@ class Runtime:
         if self._warm_up is not None:
             self._warm_up.join()  # never leave it loading into an interpreter that exits
         if self._service is not None:
+            self._service.close()
             self._service.store.close()
             self._service = None

@@ -43,6 +43,7 @@ MemoryId = Annotated[str, Field(min_length=1, description="An id from store, rec
 ContextFilter = Annotated[str | None, Field(description="Only memories of this project (context_name).")]
 TagFilter = Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")]
 TypeFilter = Annotated[MemoryType | None, Field(description="Only memories of this type.")]
+IncludeArchived = Annotated[bool, Field(description="Also archived memories (left out by default).")]
 
 
 def register_tools(register: Any, rt: Runtime) -> None:
@@ -53,8 +54,8 @@ def register_tools(register: Any, rt: Runtime) -> None:
         memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
     ) -> StoredMemory:
         """Remember something learned for a project. Returns its memory_id, suggested_links to similar memories,
-        and insights: a likely duplicate (use update_memory), a contradiction, a success that may resolve an
-        earlier failure in any project.
+        insights: a likely duplicate (use update_memory), a contradiction, a success that may resolve an
+        earlier failure in any project, and suggested_tags that similar memories use.
         """
         memory_id = str(uuid.uuid4())
         try:
@@ -72,9 +73,11 @@ def register_tools(register: Any, rt: Runtime) -> None:
         context_filter: ContextFilter = None,
         tag_filter: TagFilter = None,
         type_filter: TypeFilter = None,
+        include_archived: IncludeArchived = False,
     ) -> RecallResult:
-        """Recall memories by meaning, lifting those that contain the query's exact terms (error codes, names)."""
-        return await rt.run(lambda s: s.recall(query, limit, context_filter, tag_filter, type_filter))
+        """Recall memories by meaning, in any language, lifting those that contain the query's exact terms (error
+        codes, names). Superseded memories rank a little lower; archived ones are left out unless asked."""
+        return await rt.run(lambda s: s.recall(query, limit, context_filter, tag_filter, type_filter, include_archived))
 
     async def list_memories(
         limit: Annotated[int, Field(ge=1, le=100, description="Page size (1-100).")] = 20,
@@ -82,9 +85,12 @@ def register_tools(register: Any, rt: Runtime) -> None:
         context_filter: ContextFilter = None,
         tag_filter: TagFilter = None,
         type_filter: TypeFilter = None,
+        include_archived: IncludeArchived = False,
     ) -> MemoryList:
         """List memories, newest first, with total_count and has_more for paging."""
-        return await rt.run(lambda s: s.list_memories(limit, offset, context_filter, tag_filter, type_filter))
+        return await rt.run(
+            lambda s: s.list_memories(limit, offset, context_filter, tag_filter, type_filter, include_archived)
+        )
 
     async def get_memory(memory_id: MemoryId) -> Memory:
         """One memory in full."""
@@ -95,9 +101,12 @@ def register_tools(register: Any, rt: Runtime) -> None:
         content: Annotated[str | None, Field(description="New content (re-embedded).")] = None,
         tags: Annotated[list[str] | None, Field(description="The new tags (replace the old ones).")] = None,
         memory_type: Annotated[MemoryType | None, Field(description="The new type.")] = None,
+        archived: Annotated[
+            bool | None, Field(description="true archives it (recall and list skip it), false restores it.")
+        ] = None,
     ) -> UpdatedMemory:
-        """Change a memory's content, tags or type; `changes` lists what changed."""
-        return await rt.run(lambda s: s.update(memory_id, content, tags, memory_type))
+        """Change a memory's content, tags, type or archived state; `changes` lists what changed."""
+        return await rt.run(lambda s: s.update(memory_id, content, tags, memory_type, archived))
 
     async def delete_memory(memory_id: MemoryId) -> DeletedMemory:
         """Delete a memory and every link to or from it. Irreversible."""

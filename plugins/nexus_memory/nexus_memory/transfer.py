@@ -1,4 +1,5 @@
-"""``nexus memory export|import``: JSON Lines that round-trip memories, their vectors and links.
+"""``nexus memory export|import|reindex``: JSON Lines that round-trip memories, their vectors and links, and the
+re-embedding of a collection with the configured embedder.
 
 One object per line: first ``{"kind": "header", ...}`` naming the embedder,
 then ``{"kind": "memory", ...}`` lines (with the vector), then
@@ -19,9 +20,18 @@ from typing import IO, Any
 
 import click
 
-from nexus_memory.embedders import EmbedderError
+from nexus_memory.embedders import Embedder, EmbedderError
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
-from nexus_memory.store import ChromaStore, LinkRecord, Record, StoreError
+from nexus_memory.store import (
+    HNSW,
+    RECIPE,
+    ChromaStore,
+    LinkRecord,
+    Record,
+    StoreError,
+    collection_metadata,
+    one_line,
+)
 
 FORMAT = "nexus-memory/1"
 BATCH = 256
@@ -43,11 +53,13 @@ def _progress(total: int | None, desc: str, enabled: bool) -> Any:
 
 def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) -> TransferCounts:
     counts = TransferCounts()
+    store.open()  # the collection's embedder and recipe, not the configured ones
     header = {
         "kind": "header",
         "format": FORMAT,
         "embedder": store.embedder.name,
         "dimension": store.embedder.dimension,
+        "text": store.recipe,
     }
     out.write(json.dumps(header) + "\n")
     with _progress(store.count(), "export", progress) as bar:
@@ -65,6 +77,8 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
                     "tags": r.tags,
                     "created_at": r.created_at,
                     "updated_at": r.updated_at,
+                    "archived": r.archived,
+                    "last_recalled_at": r.last_recalled_at,
                     "embedding": [round(float(x), 7) for x in vec],
                 }
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -96,6 +110,8 @@ def _record(n: int, obj: dict[str, Any]) -> Record:
         list(obj.get("tags") or []),
         str(obj.get("created_at", "")),
         str(obj.get("updated_at", "")),
+        archived=obj.get("archived") is True,
+        last_recalled_at=str(obj.get("last_recalled_at") or ""),
     )
 
 
@@ -112,7 +128,8 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
         if kind == "header":
             if obj.get("format") != FORMAT:
                 raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
-            same_embedder = obj.get("embedder") == store.embedder.name
+            store.open()
+            same_embedder = obj.get("embedder") == store.embedder.name and obj.get("text", "content") == store.recipe
         elif kind == "memory":
             memories.append((_record(n, obj), obj.get("embedding") if same_embedder else None))
         elif kind == "link":
@@ -138,7 +155,7 @@ def _flush(
     existing = set(store.memories.get(ids=[r.id for r, _ in batch], include=[])["ids"])
     fresh = [(r, v) for r, v in dict((r.id, (r, v)) for r, v in batch).values() if r.id not in existing]
     todo = [r for r, v in fresh if v is None]
-    embedded = dict(zip((r.id for r in todo), store.embed([r.content for r in todo]), strict=True)) if todo else {}
+    embedded = dict(zip((r.id for r in todo), store.embed_records(todo), strict=True)) if todo else {}
     store.add([r for r, _ in fresh], [v if v is not None else embedded[r.id] for r, v in fresh])
     counts.memories += len(fresh)
     counts.re_embedded += len(todo)
@@ -149,23 +166,74 @@ def _flush(
 # -- the click group the core CLI mounts as `nexus memory` ---------------------------
 
 
-def _store_from_config(config_path: str | None) -> ChromaStore:
-    """The store ``nexus serve`` would use with that config (the same file search, keys and data dir)."""
+def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force: bool = False) -> int:
+    """Re-embed every memory with ``target`` and today's recipe; how many (0: already so, nothing done).
+
+    The new vectors go to a fresh collection (the dimension may change), which then takes the old one's name;
+    links, ids and times are kept. Run it while no server uses the store.
+    """
+    store.open()
+    if not force and store.embedder.name == target.name and store.recipe == RECIPE:
+        return 0
+    client, name = store._client, store.collection_name
+    fresh_name, old_name = f"{name}_reindex", f"{name}_pre_reindex"
+    for leftover in (fresh_name, old_name):  # from a run that was interrupted
+        if leftover in {c.name for c in client.list_collections()}:
+            raise StoreError(f"collection '{leftover}' exists (an interrupted reindex?): check it, then delete it")
+    fresh = client.create_collection(
+        fresh_name, embedding_function=None, configuration={"hnsw": HNSW}, metadata=collection_metadata(target, RECIPE)
+    )
+    done = 0
+    try:
+        with _progress(store.count(), "reindex", progress) as bar:
+            for got in store.page(include=("documents", "metadatas")):
+                records = [
+                    Record.from_chroma(*row) for row in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+                ]
+                vectors = target.embed([r.text(RECIPE) for r in records])
+                fresh.add(
+                    ids=[r.id for r in records],
+                    documents=[r.content for r in records],
+                    metadatas=[r.metadata() for r in records],
+                    embeddings=vectors,
+                )
+                done += len(records)
+                bar.update(len(records))
+    except BaseException:
+        client.delete_collection(fresh_name)  # the old collection is untouched
+        raise
+    store.memories.modify(name=old_name)
+    fresh.modify(name=name)
+    client.delete_collection(old_name)
+    store.close()
+    store.embedder, store.recipe = target, RECIPE
+    return done
+
+
+def _configured_from(config_path: str | None) -> tuple[Any, Any]:
     from pydantic import ValidationError
 
-    from nexus_core import NexusError, load_config
+    from nexus_core import load_config
     from nexus_memory.config import MemoryConfig
-    from nexus_memory.embedders import create
 
+    config = load_config(config_path)
     try:
-        config = load_config(config_path)
-        cfg = MemoryConfig.model_validate(config.table("memory").plugin_keys)
-        return ChromaStore(config.data_dir_for("memory"), cfg.collection, create(cfg.embedder), cfg.chroma_url)
+        return config, MemoryConfig.model_validate(config.table("memory").plugin_keys)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(["plugins", "memory", *map(str, err["loc"])])
         reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         raise click.ClickException(f"{config.source}: {key}: {reason}") from None
+
+
+def _store_from_config(config_path: str | None) -> ChromaStore:
+    """The store ``nexus serve`` would use with that config (the same file search, keys and data dir)."""
+    from nexus_core import NexusError
+    from nexus_memory.embedders import configured
+
+    try:
+        config, cfg = _configured_from(config_path)
+        return ChromaStore(config.data_dir_for("memory"), cfg.collection, configured(cfg.embedder), cfg.chroma_url)
     except (NexusError, EmbedderError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -179,7 +247,7 @@ def _clear_errors() -> Iterator[None]:
         raise click.ClickException(str(exc)) from None
 
 
-@click.group(name="memory", help="Export and import the memory plugin's memories (JSON Lines).")
+@click.group(name="memory", help="Export, import (JSON Lines) and reindex the memory plugin's memories.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="nexus.toml to use.")
 @click.pass_context
 def memory_cli(cctx: click.Context, config_path: str | None) -> None:
@@ -218,3 +286,28 @@ def import_cmd(config_path: str | None, file: str) -> None:
         f"present) and {counts.links} links",
         err=True,
     )
+
+
+@memory_cli.command(
+    "reindex",
+    help="Re-embed every memory with the configured embedder and text recipe (after changing [plugins.memory] "
+    "embedder). Stop the servers that use the store first.",
+)
+@click.option("--force", is_flag=True, help="Re-embed even when the collection already uses them.")
+@click.pass_obj
+def reindex_cmd(config_path: str | None, force: bool) -> None:
+    store = _store_from_config(config_path)
+    target = store.embedder
+    with _clear_errors():
+        store.open()
+        before = f"{store.embedder.name} on {store.recipe}"
+        try:
+            done = reindex(store, target, progress=True, force=force)
+        except (StoreError, EmbedderError):
+            raise
+        except Exception as exc:  # Chroma's own errors, on one line
+            raise StoreError(f"reindex failed, the collection is unchanged: {one_line(exc)}") from exc
+    if done:
+        click.echo(f"re-embedded {done} memories: {before} -> {target.name} on {RECIPE}", err=True)
+    else:
+        click.echo(f"nothing to do: the collection already uses {target.name} on {RECIPE} (--force to redo)", err=True)

@@ -1,0 +1,93 @@
+"""Recall and store latency of the light mode and the default, interleaved call by call (issue 16).
+
+    .venv/bin/python bench/recall_latency_paired.py --cache /tmp/rc --size 10000
+
+On a shared machine whose load changes from minute to minute, timing one configuration after the other
+compares two different machines. Here both stores are filled first (the bulk method of ``recall_latency.py``:
+real vectors of the labeled set and generated memories, repeated with noise), then every query is recalled
+by the light mode and by the default in turn, and every store alternates the same way, through the plugin's
+``MemoryService`` (no MCP layer). Both therefore see the same load; the ratio is the cost of the pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from memory_bench import generate, pct
+from recall_eval import Cache, load_set
+from recall_latency import bulk_vectors
+
+from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, create
+from nexus_memory.service import MemoryService
+from nexus_memory.store import RECIPE, ChromaStore
+
+
+def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
+    store = ChromaStore(root / name.replace("+", "_"), "paired", create(name))
+    records, vectors = generate(size, seed=23), bulk_vectors(base, size)
+    for start in range(0, size, 5000):
+        store.add(records[start : start + 5000], vectors[start : start + 5000].tolist())
+    service = MemoryService(store)
+    service.touch_delay = 3600.0  # as in a server: the stamps are written in one batch, later
+    return service
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--cache", default=None)
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    labeled, queries, _, _ = load_set(0)
+    texts = [r.text(RECIPE) for r in labeled] + [r.text(RECIPE) for r in generate(690, seed=29)]
+    cache, pair = Cache(args.cache), PairEmbedder()
+    m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
+    e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
+    bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
+    with tempfile.TemporaryDirectory() as tmp:
+        services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
+        times: dict[str, dict[str, list[float]]] = {n: {"recall": [], "store": []} for n in services}
+        for q in queries[:5]:
+            for s in services.values():
+                s.recall(q.text, 5, None, None, None)
+        for q in queries:
+            for n, s in services.items():
+                t0 = time.perf_counter()
+                s.recall(q.text, 5, None, None, None)
+                times[n]["recall"].append((time.perf_counter() - t0) * 1000)
+        for i, q in enumerate(queries[:100]):
+            for n, s in services.items():
+                t0 = time.perf_counter()
+                s.store_memory(f"Bench note {i}: {q.text} was fixed.", "bench", [], "note")
+                times[n]["store"].append((time.perf_counter() - t0) * 1000)
+        for s in services.values():
+            s.close()
+            s.store.close()
+    print(f"\n| {args.size:,} memories | recall p50 / p95 ms | store p50 / p95 ms |\n|---|---|---|")
+    for n, t in times.items():
+        r, st = t["recall"], t["store"]
+        print(f"| {n} | {pct(r, 50):.1f} / {pct(r, 95):.1f} | {pct(st, 50):.1f} / {pct(st, 95):.1f} |")
+    a, b = times["minilm"], times["minilm+e5"]
+    for k in ("recall", "store"):
+        print(
+            f"{k}: minilm+e5 / minilm p50 {pct(b[k], 50) / pct(a[k], 50):.2f}x, "
+            f"p95 {pct(b[k], 95) / pct(a[k], 95):.2f}x"
+        )
+    print(f"load average at the end: {os.getloadavg()}")
+
+
+class _Named:
+    def __init__(self, model: object, name: str) -> None:
+        self.model, self.name = model, name
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self.model.embed(texts)  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    main()

