@@ -169,10 +169,14 @@ class Relay:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(self.files["socket"]))
-            return sock
         except OSError:
             sock.close()
             return None
+        if not runtime.is_mine(sock):  # never hand the client's pipes to another user's process
+            uid = runtime.peer_uid(sock)
+            sock.close()
+            raise RelayError(f"{self.files['socket']} is served by another user (uid {uid}); refusing it")
+        return sock
 
     def _wait_gone(self, timeout: float = 30.0) -> None:
         """Until the stale server has let go of its lock (it is shutting its plugins down)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from nexus_core import __version__, runtime
@@ -142,6 +142,10 @@ class SharedServer:
 
     async def _connection(self, stream: SocketStream, state: Any) -> None:
         async with stream:
+            peer = stream.extra(SocketAttribute.raw_socket)
+            if not runtime.is_mine(peer):  # sessions and control commands: this user's only
+                log.warning("refused a connection from another user (uid %s)", runtime.peer_uid(peer))
+                return
             reader = BufferedByteReceiveStream(stream)
             try:
                 with anyio.fail_after(HELLO_TIMEOUT):

@@ -1,0 +1,102 @@
+"""The shared server's socket is this user's alone: its folder cannot be planted or swapped, its peers are checked."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from nexus_core import relay, runtime
+
+NOBODY = 65534
+SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/usr/bin/python3", "-c"]
+as_another_user = pytest.mark.skipif(
+    os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv to act as another user"
+)
+
+
+def test_a_runtime_dir_others_can_write_in_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)  # XDG_RUNTIME_DIR=/tmp: anyone may plant a `nexus` there, or rename one away
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
+    folder = runtime.runtime_dir()
+    assert not folder.is_relative_to(shared)
+    assert folder == runtime.state_dir() / "run"
+    assert (folder.stat().st_mode & 0o777) == 0o700
+
+
+def test_a_symlink_planted_as_the_runtime_folder_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    base.mkdir(mode=0o700)
+    elsewhere.mkdir(mode=0o700)
+    (base / "nexus").symlink_to(elsewhere)  # whoever planted it can point it at their own folder later
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    with pytest.raises(PermissionError, match="symlink"):
+        runtime.runtime_dir()
+
+
+def _listen_as_nobody(path: Path) -> subprocess.Popen[bytes]:
+    """A process of another user listening on ``path`` (bound here, where that user could not)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    code = (
+        "import socket, sys\n"
+        "s = socket.socket(fileno=int(sys.argv[1])); s.listen(); print('ready', flush=True)\n"
+        'c, _ = s.accept(); c.sendall(b\'{"nexus": "welcome"}\\n\'); c.recv(1 << 16)\n'
+    )
+    proc = subprocess.Popen([*SETPRIV, code, str(sock.fileno())], pass_fds=[sock.fileno()], stdout=subprocess.PIPE)
+    sock.close()
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+@as_another_user
+def test_the_relay_does_not_hand_its_client_to_another_users_server(tmp_path: Path) -> None:
+    key = "0123456789abcdef"
+    server = _listen_as_nobody(runtime.server_files(key)["socket"])
+    try:
+        link = relay.Relay(key, [], {"nexus": "hello"}, stdin=os.open(os.devnull, os.O_RDONLY))
+        with pytest.raises(relay.RelayError, match="another user"):
+            link.connect()
+    finally:
+        server.kill()
+        server.wait()
+
+
+@as_another_user
+def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nexus_core import shared
+    from tests.conftest import nexus_command, server_env, stop_shared_servers, write_config
+
+    base = Path(tempfile.mkdtemp(prefix="nexus-peer-"))  # outside pytest's 0700 folders: the other user reaches it
+    (base / "run").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / "run"))
+    config = write_config(tmp_path / "nexus.toml", "[plugins.files]\nenabled = false\n")
+    subprocess.run([*nexus_command(), "server", "start", "--config", str(config)], env=server_env(), check=True)
+    key = runtime.server_key(config, ["--config", str(config)])
+    path = runtime.server_files(key)["socket"]
+    assert shared.ask(key, "status") is not None  # its own user is served
+    for folder in (base, base / "run", path.parent):  # as if the folders let others in: the peer check holds alone
+        folder.chmod(0o711)
+    path.chmod(0o666)
+    try:
+        code = (
+            "import socket, sys\n"
+            's = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b\'{"nexus": "stop"}\\n\')\n'
+            "try:\n    print(repr(s.recv(1 << 16)))\nexcept ConnectionResetError:\n    print(repr(b''))\n"
+        )
+        out = subprocess.run([*SETPRIV, code, str(path)], capture_output=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == b"b''"  # no answer, and no stop
+        path.parent.chmod(0o700)
+        answer = shared.ask(key, "status")
+        assert answer is not None and answer["key"] == key
+    finally:
+        stop_shared_servers(path.parent)
+        shutil.rmtree(base, ignore_errors=True)
