@@ -99,8 +99,12 @@ def is_mine(sock: socket.socket) -> bool:
 
 
 def server_key(config: Path | None, server_args: Sequence[str]) -> str:
-    """The shared server for this config file, these server arguments and this Python install."""
-    identity = [str(config or ""), list(server_args), os.path.realpath(sys.executable)]
+    """The shared server for this config file, these server arguments and this Python install.
+
+    The install is the environment (``sys.prefix``), not only the interpreter: every venv made from one
+    Python resolves to the same executable, yet each has its own packages (and its own fingerprint).
+    """
+    identity = [str(config or ""), list(server_args), os.path.realpath(sys.executable), os.path.realpath(sys.prefix)]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
 
 

@@ -6,6 +6,8 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -100,3 +102,23 @@ def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monk
     finally:
         stop_shared_servers(path.parent)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_two_venvs_of_one_python_have_two_shared_servers(tmp_path: Path) -> None:
+    """Each venv links to the same interpreter; sharing a server, each install's clients restarted the other's."""
+    other = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    assert os.path.realpath(other / "bin" / "python") == os.path.realpath(sys.executable)
+    here = sysconfig.get_paths()["purelib"]
+    purelib = subprocess.run(
+        [other / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(purelib, "nexus_here.pth").write_text(f"import site; site.addsitedir({here!r})\n")  # Nexus, importable there
+    code = "import sys, pathlib, nexus_core.runtime as r; print(r.server_key(pathlib.Path(sys.argv[1]), []))"
+    config = tmp_path / "nexus.toml"
+    theirs = subprocess.run([other / "bin" / "python", "-c", code, str(config)], capture_output=True, text=True)
+    assert theirs.returncode == 0, theirs.stderr
+    assert theirs.stdout.strip() != runtime.server_key(config, [])
