@@ -310,6 +310,8 @@ def ask(key: str, request: str, timeout: float = 10.0) -> dict[str, Any] | None:
             sock.connect(str(path))
         except OSError:
             return None
+        if not runtime.is_mine(sock):  # its answer (a console link to open) would be another user's
+            raise PermissionError(f"{path} is served by another user (uid {runtime.peer_uid(sock)}); refusing it")
         sock.sendall(json.dumps({"nexus": request}).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):

@@ -72,6 +72,20 @@ def test_the_relay_does_not_hand_its_client_to_another_users_server(tmp_path: Pa
 
 
 @as_another_user
+def test_control_commands_are_not_sent_to_another_users_server(tmp_path: Path) -> None:
+    from nexus_core import shared
+
+    key = "fedcba9876543210"
+    server = _listen_as_nobody(runtime.server_files(key)["socket"])
+    try:
+        with pytest.raises(PermissionError, match="another user"):
+            shared.ask(key, "console")  # `nexus console` would open the link it answers
+    finally:
+        server.kill()
+        server.wait()
+
+
+@as_another_user
 def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from nexus_core import shared
     from tests.conftest import nexus_command, server_env, stop_shared_servers, write_config
