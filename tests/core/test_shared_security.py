@@ -9,11 +9,16 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from nexus_core import relay, runtime
+from tests.conftest import nexus_command, server_env, stop_shared_servers, write_config
 
 NOBODY = 65534
 SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/usr/bin/python3", "-c"]
@@ -88,7 +93,6 @@ def test_control_commands_are_not_sent_to_another_users_server(tmp_path: Path) -
 @as_another_user
 def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from nexus_core import shared
-    from tests.conftest import nexus_command, server_env, stop_shared_servers, write_config
 
     base = Path(tempfile.mkdtemp(prefix="nexus-peer-"))  # outside pytest's 0700 folders: the other user reaches it
     (base / "run").mkdir(mode=0o700)
@@ -118,21 +122,54 @@ def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monk
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _venv_with_nexus(folder: Path) -> tuple[Path, Path]:
+    """A second install made from this Python (its python, its site folder) that imports this Nexus."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = Path(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip())
+    here = sysconfig.get_paths()["purelib"]
+    (purelib / "nexus_here.pth").write_text(f"import site; site.addsitedir({here!r})\n")
+    return python, purelib
+
+
 def test_two_venvs_of_one_python_have_two_shared_servers(tmp_path: Path) -> None:
     """Each venv links to the same interpreter; sharing a server, each install's clients restarted the other's."""
-    other = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
-    assert os.path.realpath(other / "bin" / "python") == os.path.realpath(sys.executable)
-    here = sysconfig.get_paths()["purelib"]
-    purelib = subprocess.run(
-        [other / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "nexus_here.pth").write_text(f"import site; site.addsitedir({here!r})\n")  # Nexus, importable there
+    python, _ = _venv_with_nexus(tmp_path / "venv")
+    assert os.path.realpath(python) == os.path.realpath(sys.executable)
     code = "import sys, pathlib, nexus_core.runtime as r; print(r.server_key(pathlib.Path(sys.argv[1]), []))"
     config = tmp_path / "nexus.toml"
-    theirs = subprocess.run([other / "bin" / "python", "-c", code, str(config)], capture_output=True, text=True)
+    theirs = subprocess.run([python, "-c", code, str(config)], capture_output=True, text=True)
     assert theirs.returncode == 0, theirs.stderr
     assert theirs.stdout.strip() != runtime.server_key(config, [])
+
+
+@asynccontextmanager
+async def _session_of(python: Path, config: Path, cwd: Path) -> AsyncIterator[ClientSession]:
+    """The official MCP client over stdio, with the relay of the install ``python`` belongs to."""
+    args = ["-m", "nexus_core", "serve", "--config", str(config)]
+    params = StdioServerParameters(command=str(python), args=args, env=server_env(), cwd=cwd)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@pytest.mark.anyio
+async def test_a_relay_launched_before_an_upgrade_does_not_restart_the_new_server_forever(tmp_path: Path) -> None:
+    python, purelib = _venv_with_nexus(tmp_path / "venv")
+    config = write_config(
+        tmp_path / "nexus.toml",
+        "[plugins.files]\nenabled = false\n[plugins.memory]\nenabled = false\n[plugins.bridge]\nenabled = false\n",
+    )
+    async with _session_of(python, config, tmp_path) as old:
+        await old.send_ping()
+        (purelib / "someplugin-1.1.dist-info").mkdir()  # `pip install -U someplugin` while the client runs
+        async with _session_of(python, config, tmp_path) as new:  # finds the server stale: one restart
+            with anyio.fail_after(30):
+                await old.send_ping()  # its relay reconnects to the new server, and stays there
+            for _ in range(4):
+                await anyio.sleep(0.5)
+                with anyio.fail_after(10):
+                    await new.send_ping()
+    restarts = sum(log.read_text().count("stopping: stale") for log in (runtime.state_dir() / "logs").glob("*.log"))
+    assert restarts == 1
