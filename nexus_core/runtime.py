@@ -77,20 +77,23 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 def tcp_peer_uid(client_port: int, server_port: int) -> int | None:
     """The user id owning the loopback TCP connection from ``client_port`` to ``server_port`` (Linux's
-    ``/proc/net/tcp``), None where the system does not say. Loopback is every local user's, not only this one's."""
+    ``/proc/net/tcp``), -1 when no such connection is listed, None where the system does not say.
+    Loopback is every local user's, not only this one's."""
     wanted = f":{client_port:04X}", f":{server_port:04X}"
+    found = None
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
             continue
+        found = -1
         for line in lines:
             fields = line.split()  # sl local_address rem_address st queues timer retransmits uid timeout inode
             if len(fields) < 10 or fields[9] == "0":  # no inode: a closed connection's TIME_WAIT, owned by no one
                 continue
             if fields[1].endswith(wanted[0]) and fields[2].endswith(wanted[1]):
                 return int(fields[7])
-    return None
+    return found
 
 
 def is_mine(sock: socket.socket) -> bool:

@@ -225,6 +225,8 @@ def test_another_local_user_gets_nothing_even_with_the_cookie_or_a_login_link(st
 
     stolen = _as_nobody(f"{standalone.base}/console/api/session", cookie)
     assert stolen.startswith("403 ") and "its own user" in stolen
+    claimed = _as_nobody(f"{standalone.base}/console/api/session", cookie | {"X-Forwarded-For": "127.0.0.1"})
+    assert claimed.startswith("403 ") and "its own user" in claimed  # the peer is the socket's, not a header's
     shell = _as_nobody(f"{standalone.base}/console/", cookie)
     assert shell.startswith("403 ") and "nexus-csrf" not in shell
     client.close()
