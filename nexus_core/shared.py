@@ -120,7 +120,15 @@ class SharedServer:
 
         self.http_url = f"http://{bind}:{port}{self.host.config.server.http.path}"
         self.http_port = port
-        await serve_http(self.host, bind=bind, port=port, sock=sock)
+        try:
+            await serve_http(self.host, bind=bind, port=port, sock=sock)
+        except SystemExit:  # uvicorn exits when it cannot bind: the port's holder must not take stdio down too
+            log.error(
+                "HTTP is not served: %s:%d is taken; stdio clients are, and `nexus console` picks a free port",
+                bind,
+                port,
+            )
+            self.http_url, self.http_port = None, 0
 
     async def _console(self) -> dict[str, Any]:
         """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""

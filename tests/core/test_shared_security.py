@@ -18,7 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from nexus_core import relay, runtime
-from tests.conftest import nexus_command, server_env, stop_shared_servers, write_config
+from tests.conftest import nexus_command, server_env, stdio_session, stop_shared_servers, write_config
 
 NOBODY = 65534
 SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/usr/bin/python3", "-c"]
@@ -173,3 +173,29 @@ async def test_a_relay_launched_before_an_upgrade_does_not_restart_the_new_serve
                     await new.send_ping()
     restarts = sum(log.read_text().count("stopping: stale") for log in (runtime.state_dir() / "logs").glob("*.log"))
     assert restarts == 1
+
+
+@pytest.mark.anyio
+async def test_a_taken_http_port_does_not_take_the_stdio_clients_down(tmp_path: Path) -> None:
+    """Any local program (another user's too) may hold the configured port: the shared server serves stdio anyway."""
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    port = squatter.getsockname()[1]
+    config = write_config(
+        tmp_path / "nexus.toml",
+        f"[server.http]\nenabled = true\nport = {port}\n"
+        "[plugins.files]\nenabled = false\n[plugins.memory]\nenabled = false\n[plugins.bridge]\nenabled = false\n",
+    )
+    try:
+        async with stdio_session("--config", str(config), cwd=tmp_path) as session:
+            for _ in range(3):
+                await anyio.sleep(0.5)  # past the moment HTTP fails to bind
+                with anyio.fail_after(10):
+                    result = await session.call_tool("hello", {"name": "stdio"})
+                assert not result.is_error, result.content
+        key = runtime.server_key(config, ["--config", str(config)])
+        log = runtime.server_files(key)["log"].read_text()
+        assert "HTTP is not served" in log and log.count("listening on") == 1  # one server, never restarted
+    finally:
+        squatter.close()
