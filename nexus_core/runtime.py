@@ -54,7 +54,7 @@ def _owned_by_me(folder: Path) -> bool:
 
 
 def _private(folder: Path) -> Path:
-    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     info = folder.lstat()  # not stat(): a symlink planted here could be pointed elsewhere after this check
