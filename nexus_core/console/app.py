@@ -118,8 +118,10 @@ def console_app(console: Console) -> Starlette:
         try:
             limit = max(1, min(int(query.get("limit", 200)), 1000))
             since = int(query["since"]) if query.get("since") else None
+            if since is not None and since < 0:
+                raise ValueError(since)  # an offset from an earlier answer is never negative (seek would fail)
         except ValueError:
-            return JSONResponse({"error": "limit and since must be integers"}, 400)
+            return JSONResponse({"error": "limit and since must be integers, since not negative"}, 400)
         filters = {k: query.get(k, "") for k in activity.FILTERS}
         path = console.host.audit.path
         found = await anyio.to_thread.run_sync(lambda: activity.read_activity(path, filters, limit, since))

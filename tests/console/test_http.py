@@ -156,6 +156,8 @@ def test_the_activity_log_and_plugins(standalone: Standalone) -> None:
     assert [e["tool"] for e in since["entries"]] == ["hello"] and since["offset"] > everything["offset"]
     assert plugins["hello"]["granted"] == ["greet"] and plugins["hello"]["refused"] == ["files"]
     assert plugins["memory"]["status"] == "disabled"
+    negative = client.get("/console/api/activity", params={"since": -1})
+    assert negative.status_code == 400 and "not negative" in negative.json()["error"]
 
 
 def test_nexus_console_starts_the_shared_server_and_http_on_demand(tmp_path: Path) -> None:
