@@ -100,7 +100,6 @@ def main(argv: list[str]) -> int:
     cwd = Path.cwd()
     hello = {
         "nexus": "hello",
-        "fingerprint": runtime.install_fingerprint(),
         "cwd": str(cwd),
         "roots": [str(Path(r).expanduser().absolute()) for r in args.roots],
         "narrowing": str(choice.narrowing) if choice.narrowing else None,
@@ -135,7 +134,12 @@ class Relay:
 
     def connect(self, pending_input: bytes = b"") -> None:
         """Connect to the shared server (starting it when none listens), say hello, hand over the pipes."""
-        hello = dict(self.hello, replay=self.replay, pending_input=pending_input.decode("latin-1"))
+        # The install as it is now, not at launch: a relay started before an upgrade would find every new
+        # server stale, restart it again and again, and cut every other session each time.
+        fingerprint = runtime.install_fingerprint()
+        hello = dict(
+            self.hello, fingerprint=fingerprint, replay=self.replay, pending_input=pending_input.decode("latin-1")
+        )
         sock = self._connected(hello)
         os.ftruncate(self.in_flight, 0)
         socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
@@ -169,10 +173,14 @@ class Relay:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(self.files["socket"]))
-            return sock
         except OSError:
             sock.close()
             return None
+        if not runtime.is_mine(sock):  # never hand the client's pipes to another user's process
+            uid = runtime.peer_uid(sock)
+            sock.close()
+            raise RelayError(f"{self.files['socket']} is served by another user (uid {uid}); refusing it")
+        return sock
 
     def _wait_gone(self, timeout: float = 30.0) -> None:
         """Until the stale server has let go of its lock (it is shutting its plugins down)."""

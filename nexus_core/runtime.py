@@ -3,9 +3,12 @@
 Standard library and platformdirs only: the relay imports this at every launch.
 
 ``runtime_dir()`` is ``$XDG_RUNTIME_DIR/nexus`` when the system provides one
-(a per-user tmpfs, gone at logout), else ``<user state dir>/run``. It is created
-with mode 0700 and refused when another user owns it, so no one else can reach
-a socket or plant a lock. ``state_dir()`` keeps what should survive a reboot
+(a per-user tmpfs, gone at logout) that is really this user's (owned by them,
+writable by no one else: one set to ``/tmp`` is not), else ``<user state
+dir>/run``. It is created with mode 0700 and refused when it is a symlink or
+another user owns it, so no one else can reach a socket, plant a lock or swap
+the folder for their own later. Both ends of the socket also check that the
+other runs as this user (``peer_uid``). ``state_dir()`` keeps what should survive a reboot
 (the shared servers' logs).
 
 One shared server runs per config and per Python install: ``server_key`` names
@@ -15,10 +18,13 @@ it, and its socket, lock and description are ``<runtime dir>/<key>.sock``,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
 import stat
+import struct
 import sys
 import sysconfig
 from collections.abc import Sequence
@@ -33,14 +39,27 @@ def state_dir() -> Path:
 
 def runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and Path(base).is_dir():
+    if base and _owned_by_me(Path(base)):
         return _private(Path(base) / "nexus")
     return _private(state_dir() / "run")
 
 
+def _owned_by_me(folder: Path) -> bool:
+    """A folder of this user's that no one else can write in (so no one else can rename what is in it)."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
 def _private(folder: Path) -> Path:
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = folder.lstat()  # not stat(): a symlink planted here could be pointed elsewhere after this check
+    if not stat.S_ISDIR(info.st_mode):
+        raise PermissionError(f"{folder} is not a folder (a symlink?); refusing to use it")
     if info.st_uid != os.getuid():
         raise PermissionError(f"{folder} belongs to another user; refusing to use it")
     if stat.S_IMODE(info.st_mode) & 0o077:
@@ -48,9 +67,47 @@ def _private(folder: Path) -> Path:
     return folder
 
 
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end of a Unix socket (None where the system does not say)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def tcp_peer_uid(client_port: int, server_port: int) -> int | None:
+    """The user id owning the loopback TCP connection from ``client_port`` to ``server_port`` (Linux's
+    ``/proc/net/tcp``), -1 when no such connection is listed, None where the system does not say.
+    Loopback is every local user's, not only this one's."""
+    wanted = f":{client_port:04X}", f":{server_port:04X}"
+    found = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        found = -1
+        for line in lines:
+            fields = line.split()  # sl local_address rem_address st queues timer retransmits uid timeout inode
+            if len(fields) < 10 or fields[9] == "0":  # no inode: a closed connection's TIME_WAIT, owned by no one
+                continue
+            if fields[1].endswith(wanted[0]) and fields[2].endswith(wanted[1]):
+                return int(fields[7])
+    return found
+
+
+def is_mine(sock: socket.socket) -> bool:
+    """Whether the other end of ``sock`` runs as this user (or the system cannot tell)."""
+    return peer_uid(sock) in (None, os.getuid())
+
+
 def server_key(config: Path | None, server_args: Sequence[str]) -> str:
-    """The shared server for this config file, these server arguments and this Python install."""
-    identity = [str(config or ""), list(server_args), os.path.realpath(sys.executable)]
+    """The shared server for this config file, these server arguments and this Python install.
+
+    The install is the environment (``sys.prefix``), not only the interpreter: every venv made from one
+    Python resolves to the same executable, yet each has its own packages (and its own fingerprint).
+    """
+    identity = [str(config or ""), list(server_args), os.path.realpath(sys.executable), os.path.realpath(sys.prefix)]
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from nexus_core import __version__, runtime
@@ -120,7 +120,15 @@ class SharedServer:
 
         self.http_url = f"http://{bind}:{port}{self.host.config.server.http.path}"
         self.http_port = port
-        await serve_http(self.host, bind=bind, port=port, sock=sock)
+        try:
+            await serve_http(self.host, bind=bind, port=port, sock=sock)
+        except SystemExit:  # uvicorn exits when it cannot bind: the port's holder must not take stdio down too
+            log.error(
+                "HTTP is not served: %s:%d is taken; stdio clients are, and `nexus console` picks a free port",
+                bind,
+                port,
+            )
+            self.http_url, self.http_port = None, 0
 
     async def _console(self) -> dict[str, Any]:
         """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""
@@ -142,6 +150,10 @@ class SharedServer:
 
     async def _connection(self, stream: SocketStream, state: Any) -> None:
         async with stream:
+            peer = stream.extra(SocketAttribute.raw_socket)
+            if not runtime.is_mine(peer):  # sessions and control commands: this user's only
+                log.warning("refused a connection from another user (uid %s)", runtime.peer_uid(peer))
+                return
             reader = BufferedByteReceiveStream(stream)
             try:
                 with anyio.fail_after(HELLO_TIMEOUT):
@@ -306,6 +318,8 @@ def ask(key: str, request: str, timeout: float = 10.0) -> dict[str, Any] | None:
             sock.connect(str(path))
         except OSError:
             return None
+        if not runtime.is_mine(sock):  # its answer (a console link to open) would be another user's
+            raise PermissionError(f"{path} is served by another user (uid {runtime.peer_uid(sock)}); refusing it")
         sock.sendall(json.dumps({"nexus": request}).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):

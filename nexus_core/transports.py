@@ -231,7 +231,9 @@ async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | 
     from nexus_core.console import console_for
 
     app = http_app(host, bind=bind, port=port)
-    config = uvicorn.Config(app, host=bind, port=port, log_level="warning", lifespan="on")
+    # No proxy headers: a loopback client's X-Forwarded-For would replace the peer address (and port) that the
+    # console checks (loopback, and the user owning the connection) with whatever it claims.
+    config = uvicorn.Config(app, host=bind, port=port, log_level="warning", lifespan="on", proxy_headers=False)
     log.info("serving on http://%s:%d%s", bind, port, host.config.server.http.path)
     login = console_for(host).login_path()
     log.warning("console: http://127.0.0.1:%d%s (works once; `nexus console` makes more)", port, login)

@@ -1,7 +1,9 @@
 """The console's HTTP routes, mounted at ``/console`` on the Streamable HTTP app.
 
-Every request must come from loopback with a loopback ``Host`` (no DNS
-rebinding), and no foreign ``Origin`` or cross-site fetch. Everything but the
+Every request must come from loopback, from a process of the user the server
+runs as (on Linux: any local user can reach loopback, and browsers send a
+127.0.0.1 cookie to every port), with a loopback ``Host`` (no DNS rebinding),
+and no foreign ``Origin`` or cross-site fetch. Everything but the
 login link needs the session cookie; every POST also needs a same-origin
 ``Origin``, a JSON body and the session's CSRF token in ``X-Nexus-CSRF``.
 """
@@ -12,6 +14,7 @@ import functools
 import html
 import ipaddress
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from nexus_core import runtime
 from nexus_core.console import PATH, Console, activity, calls
 from nexus_core.console.logins import BrowserSession
 from nexus_core.console.pages import STATIC
@@ -114,8 +118,10 @@ def console_app(console: Console) -> Starlette:
         try:
             limit = max(1, min(int(query.get("limit", 200)), 1000))
             since = int(query["since"]) if query.get("since") else None
+            if since is not None and since < 0:
+                raise ValueError(since)  # an offset from an earlier answer is never negative (seek would fail)
         except ValueError:
-            return JSONResponse({"error": "limit and since must be integers"}, 400)
+            return JSONResponse({"error": "limit and since must be integers, since not negative"}, 400)
         filters = {k: query.get(k, "") for k in activity.FILTERS}
         path = console.host.audit.path
         found = await anyio.to_thread.run_sync(lambda: activity.read_activity(path, filters, limit, since))
@@ -201,6 +207,8 @@ def refusal(request: Request, *, post: bool, navigation: bool = False) -> tuple[
     client = request.client.host if request.client else ""
     if not _is_loopback(client):
         return 403, "the console answers only on this machine (loopback)"
+    if not _same_user(request):  # a stolen cookie (cookies ignore ports) is no use to another local user
+        return 403, "the console answers only its own user"
     host = request.headers.get("host", "")
     if _hostname(host) not in LOOPBACK_NAMES:
         return 403, f"Host '{host}' is not this machine: open the console at http://127.0.0.1"
@@ -216,6 +224,14 @@ def refusal(request: Request, *, post: bool, navigation: bool = False) -> tuple[
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return 415, "send JSON (Content-Type: application/json)"
     return None
+
+
+def _same_user(request: Request) -> bool:
+    """Whether the connection comes from a process of this user (or the system cannot tell)."""
+    server = request.scope.get("server") or ("", 0)
+    if request.client is None or not server[1]:
+        return False
+    return runtime.tcp_peer_uid(request.client.port, server[1]) in (None, os.getuid())
 
 
 def cookie_name(request: Request) -> str:

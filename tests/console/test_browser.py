@@ -229,3 +229,31 @@ def test_the_memory_search_view_inside_an_mcp_apps_client(browser: Any, console_
         assert {"get_memory", "get_memory_links"} <= set(page.evaluate("window.proxied"))
     finally:
         context.close()
+
+
+def test_a_link_behind_a_control_character_is_not_followed_in_a_view(browser: Any) -> None:
+    """An MCP Apps view runs the console's scripts inline, under the client's policy (not the console's CSP):
+    the renderer alone must keep ``\\x01javascript:`` (which the URL parser reads as javascript:) from a link."""
+    from nexus_core.console.pages import STATIC
+
+    code = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("nexus.js", "markdown.js"))
+    page = browser.new_page()
+    try:
+        page.set_content('<!doctype html><html><body><main id="main"></main></body></html>')
+        page.add_script_tag(content=code)
+        for prefix in ("\x00", "\x01", "\x1f", "\x7f"):
+            clicked = page.evaluate(
+                """(text) => {
+                    const main = document.getElementById("main");
+                    main.replaceChildren(Nexus.markdown(text));
+                    main.querySelectorAll("a").forEach((a) => a.click());
+                    return main.querySelectorAll("a").length;
+                }""",
+                f"[click]({prefix}javascript:window.pwned=1) and **bold**",
+            )
+            page.wait_for_timeout(100)  # a javascript: navigation runs after the click returns
+            assert clicked == 0, repr(prefix)
+            assert page.evaluate("window.pwned") is None, repr(prefix)
+            assert page.locator("#main .unsafe-link").inner_text() == "click"
+    finally:
+        page.close()

@@ -4,7 +4,9 @@ foreign Origin or Host, a cross-site fetch, a missing CSRF token), and `nexus co
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import socket
 import subprocess
 import threading
@@ -154,6 +156,8 @@ def test_the_activity_log_and_plugins(standalone: Standalone) -> None:
     assert [e["tool"] for e in since["entries"]] == ["hello"] and since["offset"] > everything["offset"]
     assert plugins["hello"]["granted"] == ["greet"] and plugins["hello"]["refused"] == ["files"]
     assert plugins["memory"]["status"] == "disabled"
+    negative = client.get("/console/api/activity", params={"since": -1})
+    assert negative.status_code == 400 and "not negative" in negative.json()["error"]
 
 
 def test_nexus_console_starts_the_shared_server_and_http_on_demand(tmp_path: Path) -> None:
@@ -186,3 +190,45 @@ def test_nexus_console_starts_the_shared_server_and_http_on_demand(tmp_path: Pat
     finally:
         busy.close()
         stop_shared_servers(tmp_path / "home" / "run" / "nexus")
+
+
+NOBODY_FETCH = """
+import json, sys, urllib.request
+from urllib.error import HTTPError
+request = urllib.request.Request(sys.argv[1], headers=json.loads(sys.argv[2]))
+try:
+    response = urllib.request.urlopen(request, timeout=30)
+    print(response.status, response.read().decode()[:300])
+except HTTPError as error:
+    print(error.code, error.read().decode()[:300])
+"""
+
+
+def _as_nobody(url: str, headers: dict[str, str]) -> str:
+    """GET ``url`` from a process of another local user (what it prints: status and body)."""
+    setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c"]
+    out = subprocess.run([*setpriv, NOBODY_FETCH, url, json.dumps(headers)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.skipif(
+    os.getuid() != 0 or not shutil.which("setpriv") or not Path("/usr/bin/python3").exists(),
+    reason="needs root and setpriv to act as another local user",
+)
+def test_another_local_user_gets_nothing_even_with_the_cookie_or_a_login_link(standalone: Standalone) -> None:
+    """Browsers send a 127.0.0.1 cookie to every port: a page another user serves on loopback can read it."""
+    link = _as_nobody(f"{standalone.base}{standalone.login}", {})
+    assert link.startswith("403 ") and "its own user" in link
+    client, _ = logged_in(standalone)  # the same link still works for its own user: the refusal spent nothing
+    name = f"nexus_console_{standalone.port}"
+    cookie = {"Cookie": f"{name}={client.cookies[name]}"}
+    assert client.get("/console/api/session").status_code == 200
+
+    stolen = _as_nobody(f"{standalone.base}/console/api/session", cookie)
+    assert stolen.startswith("403 ") and "its own user" in stolen
+    claimed = _as_nobody(f"{standalone.base}/console/api/session", cookie | {"X-Forwarded-For": "127.0.0.1"})
+    assert claimed.startswith("403 ") and "its own user" in claimed  # the peer is the socket's, not a header's
+    shell = _as_nobody(f"{standalone.base}/console/", cookie)
+    assert shell.startswith("403 ") and "nexus-csrf" not in shell
+    client.close()

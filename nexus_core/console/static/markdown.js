@@ -25,6 +25,7 @@
 
   function safeHref(url) {
     const text = String(url).trim();
+    if (/[\u0000-\u001f\u007f]/.test(text)) return null; // the URL parser drops them: "\x01javascript:" is javascript:
     if (/^(https?:|mailto:)/i.test(text)) return text;
     if (/^[a-z][a-z0-9+.-]*:/i.test(text)) return null; // javascript:, data:, file: ...
     return text;

@@ -39,6 +39,7 @@
   /** Only web, mail and in-page addresses: never javascript:, data: or other schemes. */
   function safeHref(url) {
     const text = String(url).trim();
+    if (/[\u0000-\u001f\u007f]/.test(text)) return "#"; // the URL parser drops them: "\x01javascript:" is javascript:
     if (/^(https?:|mailto:)/i.test(text)) return text;
     if (/^[a-z][a-z0-9+.-]*:/i.test(text)) return "#";
     return text;
