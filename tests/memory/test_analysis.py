@@ -24,12 +24,14 @@ def test_the_health_report_scores_untagged_stale_and_similar_tags_exactly() -> N
     links = [LinkRecord("a", "b", "related", "", "2026-05-30T00:00:00+00:00")]
     report = knowledge_report(records, links, stale_days=30, now=NOW)
     issues = {issue.type: issue for issue in report.issues}
-    assert list(issues) == ["orphan_memories", "stale_memories", "similar_tags"]  # 2 of 4 unlinked: not > half
+    # 2 of 4 unlinked: not > half, so no low_connectivity; archive candidates cost no points
+    assert list(issues) == ["orphan_memories", "stale_memories", "similar_tags", "archive_candidates"]
     assert issues["orphan_memories"].affected_memory_ids == ["c"] and issues["orphan_memories"].severity == "medium"
     assert issues["stale_memories"].affected_memory_ids == ["b", "d"]
     assert issues["stale_memories"].message == "2 memories were not updated in 30 days"
     assert issues["similar_tags"].details == ["test, tests", "Docker, docker"]  # a plural, and a case
     assert issues["similar_tags"].affected_memory_ids == ["a", "b"]
+    assert issues["archive_candidates"].affected_memory_ids == ["b", "d"]  # neither updated nor recalled
     # 100 - 30 * 1/4 (untagged) - 20 * 2/4 (stale) - 5 * 2 (tag groups)
     assert report.health_score == 72.5
     assert report.stats.unlinked_memories == 2

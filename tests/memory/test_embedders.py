@@ -110,7 +110,7 @@ async def test_nothing_is_downloaded_and_no_default_embedding_function(memory_ho
         assert (collection.configuration or {}).get("embedding_function") is None
         stored = collection.get(ids=[mid], include=["embeddings"])["embeddings"][0]
     # The vector Chroma holds is the shipped MiniLM's (no model Chroma would fetch): same 384 numbers.
-    (expected,) = MiniLMEmbedder().embed(["Offline memory."])
+    (expected,) = MiniLMEmbedder().embed(["x\nOffline memory."])  # the recipe: the tags, then the content
     assert len(stored) == 384 and max(abs(a - b) for a, b in zip(stored, expected, strict=True)) < 1e-6
 
 
