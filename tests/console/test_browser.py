@@ -65,8 +65,9 @@ def test_memory_content_cannot_run_in_the_console(page: Any, console_server: Con
 
 def test_a_graph_entity_and_its_neighbours(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
     page.click("#nav a:has-text('Graph')")
-    page.fill("input[name=q]", "anyio")
-    page.click("form[role=search] button[type=submit]")
+    graph = "[data-page='graph/graph']"  # the memories page, shown first, has a search box too: wait for this one
+    page.fill(f"{graph} input[name=q]", "anyio")
+    page.click(f"{graph} form[role=search] button[type=submit]")
     page.click("li[data-entity=anyio] a")
     page.wait_for_selector("svg.graph .node[data-id=asyncio]")
     drawn = set(page.eval_on_selector_all("svg.graph .node", "nodes => nodes.map(n => n.dataset.id)"))
