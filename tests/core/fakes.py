@@ -18,11 +18,23 @@ class Tally(PluginConfig):
     start: int = Field(0, ge=0)
 
 
-class Calculator:
-    """Two categories: `math` (default on) and `danger` (default off)."""
+class Lifecycle:
+    """Records its own startup and shutdown in a list, which several instances may share."""
 
-    def __init__(self) -> None:
-        self.events: list[str] = []
+    def __init__(self, events: list[str] | None = None) -> None:
+        self.events = [] if events is None else events
+
+    @hookimpl
+    async def nexus_startup(self, ctx: PluginContext) -> None:
+        self.events.append(f"start {ctx.name}")
+
+    @hookimpl
+    async def nexus_shutdown(self, ctx: PluginContext) -> None:
+        self.events.append(f"stop {ctx.name}")
+
+
+class Calculator(Lifecycle):
+    """Two categories: `math` (default on) and `danger` (default off)."""
 
     @hookimpl
     def nexus_permission_categories(self) -> list[Category]:
@@ -83,14 +95,6 @@ class Calculator:
         register(explain, title="Explain")
         register(explain_file)
         register(crash)
-
-    @hookimpl
-    async def nexus_startup(self, ctx: PluginContext) -> None:
-        self.events.append(f"start {ctx.name}")
-
-    @hookimpl
-    async def nexus_shutdown(self, ctx: PluginContext) -> None:
-        self.events.append(f"stop {ctx.name}")
 
 
 class Echo:

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from mcp import Client, MCPError
 
-from nexus_core import PluginContext, hookimpl
 from nexus_core.errors import NexusError, PluginError
-from tests.core.fakes import BrokenRegistration, Calculator, Echo, FailingStartup, UndeclaredCategory
+from tests.core.fakes import BrokenRegistration, Calculator, Echo, FailingStartup, Lifecycle, UndeclaredCategory
 
 pytestmark = pytest.mark.anyio
 
@@ -173,21 +172,6 @@ async def test_lifecycle_runs_startup_then_shutdown(make_host) -> None:
         assert calc.events == ["start calc"]
         await client.list_tools()
     assert calc.events == ["start calc", "stop calc"]
-
-
-class Lifecycle:
-    """Records its own startup and shutdown in a list shared with other instances."""
-
-    def __init__(self, events: list[str]) -> None:
-        self.events = events
-
-    @hookimpl
-    async def nexus_startup(self, ctx: PluginContext) -> None:
-        self.events.append(f"start {ctx.name}")
-
-    @hookimpl
-    async def nexus_shutdown(self, ctx: PluginContext) -> None:
-        self.events.append(f"stop {ctx.name}")
 
 
 async def test_plugins_stop_in_the_reverse_of_their_start_order(make_host) -> None:

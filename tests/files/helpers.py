@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +60,14 @@ def alive(marker: str) -> list[int]:
             if marker.encode() in cmdline and b"pytest" not in cmdline:
                 found.append(int(name))
     return found
+
+
+def survivors(marker: str, wait: float = 5.0) -> list[int]:
+    """Processes holding ``marker`` still alive after ``wait`` seconds; they are killed, so none outlives the test."""
+    deadline = time.monotonic() + wait
+    while alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = alive(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left

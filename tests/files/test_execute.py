@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
-import time
 
 import pytest
 
-from tests.files.helpers import alive, call, fail
+from tests.files.helpers import call, fail, survivors
 
 pytestmark = pytest.mark.anyio
 
@@ -62,13 +60,7 @@ async def test_timeout_kills_the_process_group(files_client, repo):
     async with files_client(categories=EXEC, allowed_commands=["sleep", "echo"], command_timeout=5) as client:
         message = await fail(client, "run_command", command=command, timeout=0.5)
         assert "timed out after 0.5 s" in message and "started" in message
-    deadline = time.monotonic() + 5
-    while alive(duration) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    survivors = alive(duration)
-    for pid in survivors:
-        os.kill(pid, signal.SIGKILL)
-    assert survivors == []  # both sleeps died with the group, not 30 s later
+    assert survivors(duration) == []  # both sleeps died with the group, not 30 s later
 
 
 async def test_environment_is_scrubbed_of_secrets(files_client, monkeypatch):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from nexus_files.process import child_env, run_process
-from tests.files.helpers import alive
+from tests.files.helpers import survivors
 
 pytestmark = pytest.mark.anyio
 
@@ -20,10 +17,4 @@ async def test_without_the_reaper_a_timeout_kills_the_whole_group(tmp_path: Path
     argv = ["sh", "-c", f"echo started; sleep {duration} | sleep {duration}"]
     out = await run_process(argv, cwd=tmp_path, env=child_env(), timeout=0.5, max_output=1000, contain=False)
     assert (out.timed_out, out.exit_code, out.stdout) == (True, None, b"started\n")
-    deadline = time.monotonic() + 5
-    while alive(duration) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    survivors = alive(duration)
-    for pid in survivors:
-        os.kill(pid, signal.SIGKILL)
-    assert survivors == []  # the shell and both sleeps: the whole group, not only its leader
+    assert survivors(duration) == []  # the shell and both sleeps: the whole group, not only its leader
