@@ -176,8 +176,8 @@ class Relay:
         except OSError:
             sock.close()
             return None
-        if not runtime.is_mine(sock):  # never hand the client's pipes to another user's process
-            uid = runtime.peer_uid(sock)
+        uid = runtime.other_user(sock)
+        if uid is not None:  # never hand the client's pipes to another user's process
             sock.close()
             raise RelayError(f"{self.files['socket']} is served by another user (uid {uid}); refusing it")
         return sock

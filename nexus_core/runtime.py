@@ -96,9 +96,10 @@ def tcp_peer_uid(client_port: int, server_port: int) -> int | None:
     return found
 
 
-def is_mine(sock: socket.socket) -> bool:
-    """Whether the other end of ``sock`` runs as this user (or the system cannot tell)."""
-    return peer_uid(sock) in (None, os.getuid())
+def other_user(sock: socket.socket) -> int | None:
+    """The user id at the other end of ``sock`` if it is not this user (None: this user, or the system cannot say)."""
+    uid = peer_uid(sock)
+    return None if uid in (None, os.getuid()) else uid
 
 
 def server_key(config: Path | None, server_args: Sequence[str]) -> str:

@@ -150,9 +150,9 @@ class SharedServer:
 
     async def _connection(self, stream: SocketStream, state: Any) -> None:
         async with stream:
-            peer = stream.extra(SocketAttribute.raw_socket)
-            if not runtime.is_mine(peer):  # sessions and control commands: this user's only
-                log.warning("refused a connection from another user (uid %s)", runtime.peer_uid(peer))
+            uid = runtime.other_user(stream.extra(SocketAttribute.raw_socket))
+            if uid is not None:  # sessions and control commands: this user's only
+                log.warning("refused a connection from another user (uid %s)", uid)
                 return
             reader = BufferedByteReceiveStream(stream)
             try:
@@ -318,8 +318,9 @@ def ask(key: str, request: str, timeout: float = 10.0) -> dict[str, Any] | None:
             sock.connect(str(path))
         except OSError:
             return None
-        if not runtime.is_mine(sock):  # its answer (a console link to open) would be another user's
-            raise PermissionError(f"{path} is served by another user (uid {runtime.peer_uid(sock)}); refusing it")
+        uid = runtime.other_user(sock)
+        if uid is not None:  # its answer (a console link to open) would be another user's
+            raise PermissionError(f"{path} is served by another user (uid {uid}); refusing it")
         sock.sendall(json.dumps({"nexus": request}).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):

@@ -5,6 +5,7 @@ Every check happens before anything is written, so a refused call changes nothin
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import uuid
@@ -422,9 +423,8 @@ class MemoryService:
 
     def _embedded(self, record: Record, content: str | None, tags: list[str] | None) -> tuple[list[float], str]:
         """The vector of ``record`` with its new content and tags, and the text it embeds."""
-        after = Record(**{**record.__dict__, "content": content or record.content, "tags": record.tags})
-        if tags is not None:
-            after.tags = tags
+        tags = record.tags if tags is None else tags
+        after = dataclasses.replace(record, content=content or record.content, tags=tags)
         return self.store.embed_records([after])[0], after.text(self.store.recipe)
 
     def delete(self, memory_id: str) -> DeletedMemory:
