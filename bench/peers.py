@@ -480,6 +480,8 @@ class Bench:
     ) -> Row:
         target = None
         skipped = peer.skipped
+        if self.args.only and not re.search(self.args.only, work):
+            return Row(work, peer_label, None, "not selected (--only)", {}, 0)
         if peer_server is not None and skipped is None:
             target = peer_server()
         row = Row(
@@ -655,6 +657,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few calls, installs nothing")
     parser.add_argument("--no-install", action="store_true", help="use only peers already in the cache")
+    parser.add_argument("--only", metavar="REGEX", help="measure only the rows whose work matches")
     parser.add_argument("--recall-sizes", type=int, nargs="*", help="scaling sizes to run recall at (default all)")
     args = parser.parse_args()
     bench = Bench(args)
