@@ -7,6 +7,7 @@ compares two different machines. Here both stores are filled first (the bulk met
 real vectors of the labeled set and generated memories, repeated with noise), then every query is recalled
 by the light mode and by the default in turn, and every store alternates the same way, through the plugin's
 ``MemoryService`` (no MCP layer). Both therefore see the same load; the ratio is the cost of the pair.
+``--use`` adds the opt-in ``minilm+use`` as a third, interleaved the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from memory_bench import generate, pct
 from recall_eval import Cache, load_set
 from recall_latency import bulk_vectors
 
-from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, create
+from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, UseEmbedder, UsePairEmbedder, create
 from nexus_memory.service import MemoryService
 from nexus_memory.store import RECIPE, ChromaStore
 
@@ -41,6 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--cache", default=None)
+    parser.add_argument("--use", action="store_true", help="also the opt-in minilm+use (bench/recall_models.py)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
@@ -49,6 +51,9 @@ def main() -> None:
     m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
     e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
     bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
+    if args.use:
+        u, up = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False), UsePairEmbedder()
+        bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
         times: dict[str, dict[str, list[float]]] = {n: {"recall": [], "store": []} for n in services}
@@ -72,12 +77,12 @@ def main() -> None:
     for n, t in times.items():
         r, st = t["recall"], t["store"]
         print(f"| {n} | {pct(r, 50):.1f} / {pct(r, 95):.1f} | {pct(st, 50):.1f} / {pct(st, 95):.1f} |")
-    a, b = times["minilm"], times["minilm+e5"]
-    for k in ("recall", "store"):
-        print(
-            f"{k}: minilm+e5 / minilm p50 {pct(b[k], 50) / pct(a[k], 50):.2f}x, "
-            f"p95 {pct(b[k], 95) / pct(a[k], 95):.2f}x"
-        )
+    a = times["minilm"]
+    for n in [n for n in times if n != "minilm"]:
+        b = times[n]
+        for k in ("recall", "store"):
+            p50, p95 = pct(b[k], 50) / pct(a[k], 50), pct(b[k], 95) / pct(a[k], 95)
+            print(f"{k}: {n} / minilm p50 {p50:.2f}x, p95 {p95:.2f}x")
     print(f"load average at the end: {os.getloadavg()}")
 
 
