@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from nexus_core.atomic import write_at
 from nexus_core.errors import PermissionDenied
 from nexus_core.hardlinks import refusal
+from nexus_core.localfs import Blocking, on_loop
 
 if TYPE_CHECKING:
     from nexus_core.permissions import PathPolicy
@@ -158,6 +159,8 @@ class SafeOpening:
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", str(real))
             if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
                 raise PermissionDenied(f"permission denied: '{raw}' is not a regular file")
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and on_loop():  # refusal() may list the home folder
+                raise Blocking(raw)
             if stat.S_ISREG(info.st_mode) and (reason := refusal(fd, info, real, root, self.denied)):
                 raise PermissionDenied(f"permission denied: '{raw}' {reason}")
             if stat.S_ISREG(info.st_mode):
