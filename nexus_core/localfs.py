@@ -109,22 +109,29 @@ class MountTable:
         self._lock = threading.Lock()
         self._poll: select.poll | None = None
         self._fd = -1
-        self._remote: tuple[str, ...] | None = None  # None: unknown, so nothing is local
+        self._mounts: list[tuple[str, str]] | None = None  # None: unknown, so nothing is local
+        self._remote: tuple[str, ...] | None = None
 
     def remote(self) -> tuple[str, ...] | None:
+        """The mount points of non-local file systems; None when the table cannot be read."""
         with self._lock:
             if self._poll is None:
                 self._open()
             elif self._changed():
-                self._remote = self._read()
+                self._read()
             return self._remote
+
+    def types(self, path: str) -> list[str]:
+        """The file system types mounted at ``path`` or above it, top first."""
+        self.remote()
+        return [kind for point, kind in self._mounts or () if _covers(point, path)]
 
     def local(self, path: str) -> bool:
         """Whether every mount at ``path`` or above it (absolute, normalised) is a local file system."""
         remote = self.remote()
         if remote is None:
             return False
-        return not any(path == p or path.startswith(p + "/") or p == "/" for p in remote)
+        return not any(_covers(point, path) for point in remote)
 
     def _open(self) -> None:
         self._poll = select.poll()
@@ -133,20 +140,25 @@ class MountTable:
             self._poll.register(self._fd, select.POLLPRI)
         except OSError:
             self._fd = -1
-        self._remote = self._read()
+        self._read()
 
     def _changed(self) -> bool:
         if self._fd < 0 or self._poll is None:
             return False
         return any(events & (select.POLLPRI | select.POLLERR) for _, events in self._poll.poll(0))
 
-    def _read(self) -> tuple[str, ...] | None:
+    def _read(self) -> None:
         try:
             with open(self._path, "rb") as f:
-                mounts = parse_mountinfo(os.fsdecode(f.read()))
+                self._mounts = parse_mountinfo(os.fsdecode(f.read())) or None
         except OSError:
-            return None
-        return remote_points(mounts) if mounts else None
+            self._mounts = None
+        self._remote = remote_points(self._mounts) if self._mounts else None
+
+
+def _covers(point: str, path: str) -> bool:
+    """Whether a mount at ``point`` lies on the way to ``path`` (both absolute, normalised)."""
+    return path == point or point == "/" or path.startswith(point + "/")
 
 
 MOUNTS = MountTable()
