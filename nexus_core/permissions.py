@@ -242,10 +242,11 @@ class PathPolicy(SafeOpening):
     def display(self, path: Path) -> str:
         """``path`` relative to its root when there is one root, else absolute; for output."""
         view = self._view()
-        root = view.root_of(path)
+        text = str(path)
+        root = view.root_text(text)
         if root is None or len(view.roots) > 1:
-            return str(path)
-        return path.relative_to(root).as_posix()
+            return text
+        return text[len(root) :].lstrip("/") or "."  # relative_to(root).as_posix() on strings: no pathlib parsing
 
 
 @dataclass(frozen=True)
