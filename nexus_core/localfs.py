@@ -138,9 +138,17 @@ class MountTable:
         try:
             self._fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
             self._poll.register(self._fd, select.POLLPRI)
-        except OSError:
-            self._fd = -1
+        except OSError:  # changes could not be seen: nothing is local
+            self._fd, self._mounts, self._remote = -1, None, None
+            return
         self._read()
+
+    def forget(self) -> None:
+        """Start over (in a forked child: the watched descriptor's change reports are shared with the parent)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._lock = threading.Lock()
+        self._poll, self._fd, self._mounts, self._remote = None, -1, None, None
 
     def _changed(self) -> bool:
         if self._fd < 0 or self._poll is None:
@@ -162,6 +170,7 @@ def _covers(point: str, path: str) -> bool:
 
 
 MOUNTS = MountTable()
+os.register_at_fork(after_in_child=MOUNTS.forget)
 
 
 def plain_local(path: str, mounts: MountTable | None = None) -> bool:
