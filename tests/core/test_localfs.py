@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core.localfs import Blocking, MountTable, parse_mountinfo, plain_local, remote_points, run_nonblocking
+from nexus_core.localfs import (
+    MOUNTS,
+    Blocking,
+    MountTable,
+    parse_mountinfo,
+    plain_local,
+    remote_points,
+    run_nonblocking,
+)
 
 # Lines as Linux writes them (long option lists shortened) on machines with these mounts: a desktop with
 # NFS, SMB, gvfs, an automounter and an NTFS stick; a WSL drive; a container's overlay.
@@ -118,3 +126,16 @@ def test_the_table_is_read_again_when_a_mount_appears(tmp_path: Path):
     if done.returncode != 0 and ("unshare" in done.stderr or "mount" in done.stderr):
         pytest.skip(f"no mount namespace here: {done.stderr.strip()[-200:]}")
     assert done.stdout.split() == ["False", "ramfs"], done.stderr
+
+
+def test_a_forked_child_watches_the_mount_table_with_its_own_descriptor():
+    """Change reports belong to the open file, which a fork shares: one process would consume the other's."""
+    assert MOUNTS.local(str(Path(__file__).parent)) in (True, False)  # the table is open in this process
+    watched = MOUNTS._fd
+    pid = os.fork()
+    if pid == 0:  # the child: a table of its own, opened on first use
+        fresh = MOUNTS._poll is None
+        MOUNTS.remote()
+        os._exit(0 if fresh and MOUNTS._fd >= 0 else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert MOUNTS._fd == watched
