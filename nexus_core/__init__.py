@@ -42,6 +42,9 @@ _EXPORTS = {
     "PromptRegistrar": "nexus_core.registry",
     "ResourceRegistrar": "nexus_core.registry",
     "ToolRegistrar": "nexus_core.registry",
+    "Blocking": "nexus_core.localfs",
+    "on_loop": "nexus_core.localfs",
+    "run_nonblocking": "nexus_core.localfs",
     "OpenedFile": "nexus_core.safe_open",
     "Raced": "nexus_core.safe_open",
 }
@@ -49,6 +52,7 @@ _EXPORTS = {
 __version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
 
 __all__ = [
+    "Blocking",
     "Category",
     "ConfigError",
     "EnvRef",
@@ -74,7 +78,9 @@ __all__ = [
     "lock_path",
     "locked",
     "make_undumpable",
+    "on_loop",
     "prefixed",
+    "run_nonblocking",
     "write_at",
 ]
 
@@ -97,6 +103,7 @@ if TYPE_CHECKING:
     from nexus_core.hardening import make_undumpable
     from nexus_core.hookspecs import hookimpl
     from nexus_core.live import LivePrompt, LiveResource, LiveTool
+    from nexus_core.localfs import Blocking, on_loop, run_nonblocking
     from nexus_core.locks import lock_path, locked
     from nexus_core.permissions import Category, PathPolicy
     from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar

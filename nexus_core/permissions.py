@@ -18,6 +18,7 @@ from pathlib import Path
 import pathspec
 
 from nexus_core.errors import PermissionDenied
+from nexus_core.localfs import Blocking, on_loop, plain_local
 from nexus_core.safe_open import SafeOpening
 from nexus_core.sensitive import RUNS_CODE, SECRETS, SYSTEM, SecretMatcher, anywhere
 from nexus_core.sessions import NO_ROOTS, current
@@ -132,6 +133,8 @@ class PathPolicy(SafeOpening):
         key = f"paths:{id(self)}"
         view = session.cache.get(key)
         if view is None:
+            if on_loop():  # the session's roots are resolved below: not on the event loop
+                raise Blocking("the session's roots are not resolved yet")
             roots = self._fixed if self._fixed is not None else tuple(_real(r) for r in session.roots())
             patterns = self._patterns
             if session.narrowing is not None:
@@ -148,11 +151,14 @@ class PathPolicy(SafeOpening):
         if "\x00" in raw:
             raise PermissionDenied("permission denied: the path contains a NUL byte")
         roots = self.roots
-        given = Path(raw).expanduser()
-        if not given.is_absolute():
-            given = roots[0] / given
-        lexical = Path(os.path.normpath(given))
-        real = Path(os.path.realpath(given))
+        if on_loop():
+            lexical = real = _plain(raw, roots)
+        else:
+            given = Path(raw).expanduser()
+            if not given.is_absolute():
+                given = roots[0] / given
+            lexical = Path(os.path.normpath(given))
+            real = Path(os.path.realpath(given))
         root = self.root_of(real)
         if root is None:
             if self.root_of(lexical) is not None:
@@ -236,10 +242,11 @@ class PathPolicy(SafeOpening):
     def display(self, path: Path) -> str:
         """``path`` relative to its root when there is one root, else absolute; for output."""
         view = self._view()
-        root = view.root_of(path)
+        text = str(path)
+        root = view.root_text(text)
         if root is None or len(view.roots) > 1:
-            return str(path)
-        return path.relative_to(root).as_posix()
+            return text
+        return text[len(root) :].lstrip("/") or "."  # relative_to(root).as_posix() on strings: no pathlib parsing
 
 
 @dataclass(frozen=True)
@@ -281,6 +288,19 @@ def _match(view: _View, rel: str, path: Path) -> str | None:
             return None
         result = as_folder
     return view.patterns[result.index] if result.index is not None else "?"
+
+
+def _plain(raw: str, roots: tuple[Path, ...]) -> Path:
+    """On the event loop: the path as written when it is its own real path, on local file systems.
+
+    Anything else raises ``Blocking`` and is resolved as usual in a worker thread (see ``localfs``).
+    """
+    if raw.startswith("~") or ".." in raw.split("/"):
+        raise Blocking(raw)
+    lexical = os.path.normpath(raw if raw.startswith("/") else f"{roots[0]}/{raw}")
+    if not plain_local(lexical):
+        raise Blocking(raw)
+    return Path(lexical)
 
 
 def _real(path: str | os.PathLike[str]) -> Path:

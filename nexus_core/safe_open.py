@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from nexus_core.atomic import write_at
 from nexus_core.errors import PermissionDenied
 from nexus_core.hardlinks import refusal
+from nexus_core.localfs import Blocking, on_loop
 
 if TYPE_CHECKING:
     from nexus_core.permissions import PathPolicy
@@ -79,11 +80,22 @@ class OpenedFile:
 
 def open_beneath(root: Path, path: Path, flags: int = _READ, mode: int = 0o666, *, shown: str = "") -> int:
     """A descriptor of ``path`` (real, inside ``root``), every component opened without following symlinks."""
-    parts = path.relative_to(root).parts
+    parts = _below(root, path)
     with _folder(root, parts[:-1], create=False, shown=shown or str(path)) as parent:
         if not parts:
             return os.open(root, (flags & ~os.O_CREAT) | os.O_NOFOLLOW | os.O_CLOEXEC)
         return _open_at(parent, parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, path, shown or str(path))
+
+
+def _below(root: Path, path: Path) -> tuple[str, ...]:
+    """``path.relative_to(root).parts`` for a normalised ``path``, on strings (pathlib parses every time)."""
+    top, text = str(root), str(path)
+    if text == top:
+        return ()
+    prefix = top if top.endswith("/") else top + "/"
+    if not text.startswith(prefix):
+        raise ValueError(f"{text!r} is not in the subpath of {top!r}")
+    return tuple(text[len(prefix) :].split("/"))
 
 
 def open_folder_beneath(root: Path, folder: Path, *, create: bool = False, shown: str = "") -> int:
@@ -158,6 +170,8 @@ class SafeOpening:
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", str(real))
             if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
                 raise PermissionDenied(f"permission denied: '{raw}' is not a regular file")
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and on_loop():  # refusal() may list the home folder
+                raise Blocking(raw)
             if stat.S_ISREG(info.st_mode) and (reason := refusal(fd, info, real, root, self.denied)):
                 raise PermissionDenied(f"permission denied: '{raw}' {reason}")
             if stat.S_ISREG(info.st_mode):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import mimetypes
+import operator
 import os
 import stat
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from nexus_core import OpenedFile, PermissionDenied, PluginContext, ToolError
+from nexus_core import Blocking, OpenedFile, PermissionDenied, PluginContext, ToolError, on_loop
 
 from .config import FilesConfig
 from .fs import (
@@ -29,6 +30,9 @@ from .fs import (
 from .lines import IndexCache, index_of, now_ns, only_newlines
 from .results import ToolOutput, tool
 from .walk import walk
+
+ON_LOOP_BYTES = 256 << 10  # larger files are read in a worker thread: their read and decode would hold the loop
+PREFIX_BLOCK = 1024  # line-number prefixes are made and kept this many at a time
 
 PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
 DirArg = Annotated[str, Field(description="A folder inside the roots; relative to the first one.")]
@@ -165,10 +169,26 @@ def _draw(nodes: list[TreeNode], indent: str, lines: list[str]) -> None:
             _draw(node.children, indent + ("    " if last else "│   "), lines)
 
 
+@functools.lru_cache(maxsize=16)
+def _prefix_block(block: int) -> tuple[str, ...]:
+    """The prefixes ("     1\t", as f"{n:>6}\t") of lines ``block * PREFIX_BLOCK + 1`` on."""
+    first = block * PREFIX_BLOCK + 1
+    return tuple(str(n).rjust(6) + "\t" for n in range(first, first + PREFIX_BLOCK))
+
+
+def _prefixes(first: int, count: int) -> list[str]:
+    """The prefixes of lines ``first`` to ``first + count - 1`` (1-based)."""
+    out: list[str] = []
+    while len(out) < count:
+        block, at = divmod(first + len(out) - 1, PREFIX_BLOCK)
+        out += _prefix_block(block)[at : at + count - len(out)]
+    return out
+
+
 def number_lines(lines: list[str], first: int, cap: int) -> tuple[str, int, bool]:
     """Lines numbered from ``first``, stopping before ``cap`` bytes: (text, lines shown, cut)."""
-    numbers = [str(n).rjust(6) for n in range(first, first + len(lines))]  # as f"{n:>6}", a third faster
-    text = "".join([f"{n}\t{line}\n" for n, line in zip(numbers, lines, strict=True)])
+    # Kept prefixes joined to the lines in C (map): a third of the time of a format per line.
+    text = "\n".join(map(operator.add, _prefixes(first, len(lines)), lines)) + "\n" if lines else ""
     if len(text) <= cap and (text.isascii() or len(text.encode("utf-8")) <= cap):
         return text, len(lines), False  # everything fits: the common case, one join and one length check
     out: list[str] = []
@@ -196,6 +216,8 @@ def read_lines(
     """
     if opened.stat.st_size > limit_bytes:
         raise TooLarge(opened.stat.st_size, shown, limit_bytes)
+    if opened.stat.st_size > ON_LOOP_BYTES and on_loop():
+        raise Blocking(shown)
     index = indexes.get(opened.stat)
     if index is not None:
         return index.lines(offset, limit, functools.partial(pread_all, opened.fd)), index.total
@@ -406,7 +428,10 @@ def register(register, ctx: PluginContext) -> None:
         (list_directory, "List a folder"),
         (directory_tree, "Folder tree"),
     ):
-        register(tool(fn), category="read", title=title, read_only=True, idempotent=True)
+        # read_file checks each step that may block (open_file, read_lines): it runs on the event loop when
+        # the file is small and on a local file system (nexus_core/localfs.py), without the thread hand-over.
+        wrapped = tool(fn, on_loop=fn is read_file)
+        register(wrapped, category="read", title=title, read_only=True, idempotent=True)
 
 
 def _folder(policy, path: str) -> Path:

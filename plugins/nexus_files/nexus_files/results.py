@@ -11,7 +11,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from nexus_core import ToolError
+from nexus_core import ToolError, run_nonblocking
 
 
 class ToolOutput(BaseModel):
@@ -21,12 +21,14 @@ class ToolOutput(BaseModel):
         return self.model_dump_json(indent=2)
 
 
-def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+def tool(fn: Callable[..., Any], *, on_loop: bool = False) -> Callable[..., Any]:
     """Wrap a tool body so its result carries both structured content and ``render()`` text.
 
     The SDK reads the signature through ``__wrapped__``, so the input and output
     schemas still come from ``fn``. Sync bodies run in a worker thread so the
-    event loop is never blocked; ``OSError`` becomes a readable tool error.
+    event loop is never blocked; with ``on_loop``, a body that checks every step
+    that may block (``nexus_core.on_loop``) runs on the loop and moves to the
+    thread when one might. ``OSError`` becomes a readable tool error.
     """
     is_async = inspect.iscoroutinefunction(fn)
 
@@ -35,6 +37,8 @@ def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if is_async:
                 result = await fn(**kwargs)
+            elif on_loop:
+                result = await run_nonblocking(functools.partial(fn, **kwargs))
             else:
                 result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
         except OSError as exc:
