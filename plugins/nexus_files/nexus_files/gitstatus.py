@@ -15,6 +15,7 @@ renames other than unique exact ones, ambiguous upstream names, and any libgit2 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -51,6 +52,7 @@ ALLOWED_KEYS = re.compile(
     re.DOTALL,
 )
 
+log = logging.getLogger(__name__)
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 # git's rules for shortening a ref name, in its order (refs.c, shorten_unambiguous_ref).
 SHORTEN_RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}")
@@ -99,7 +101,8 @@ def status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answ
         return None
     try:
         return _status(top, git_dir, common_dir, config)
-    except Exception:  # Unsure, or anything libgit2 could not do: git answers (the tests check who answered)
+    except Exception as e:  # Unsure, or anything libgit2 could not do: git answers (the tests check who answered)
+        log.debug("git_status of %s: git answers (%r)", top, e, exc_info=not isinstance(e, Unsure))
         return None
 
 
@@ -107,9 +110,9 @@ def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Ans
     _check_files(top, git_dir, common_dir, config)
     repo = pygit2.Repository(str(top), RepositoryOpenFlag.NO_SEARCH)
     if Path(repo.path).resolve() != git_dir.resolve() or repo.workdir is None:
-        raise Unsure
+        raise Unsure("another git dir")
     if Path(repo.workdir).resolve() != top.resolve():
-        raise Unsure
+        raise Unsure("another work tree")
     flags = repo.status(untracked_files="all", ignored=False)
     branch, upstream, ahead, behind = _branch(repo, common_dir, config)
     return Answer(branch, upstream, ahead, behind, _entries(repo, flags))
@@ -118,20 +121,20 @@ def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Ans
 def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> None:
     """What git reads for status that libgit2 does not read alike."""
     if os.path.lexists(top / ".gitmodules"):
-        raise Unsure  # submodules: --ignore-submodules=dirty overrides their ignore settings
+        raise Unsure(".gitmodules")  # submodules: --ignore-submodules=dirty overrides their ignore settings
     for value in config.get("core.excludesfile", []):
         if not (value.startswith("~/") or os.path.isabs(value)):
-            raise Unsure  # relative: git resolves it from where it runs
+            raise Unsure("relative core.excludesFile")  # relative: git resolves it from where it runs
     if "core.excludesfile" not in config and os.path.exists(_default_excludes()):
-        raise Unsure  # git reads the XDG ignore file; libgit2 would, with the XDG config it must not read
+        raise Unsure("XDG ignore file")  # libgit2 reads it only along with the XDG config, which it must not read
     for name in ("remotes", "branches"):  # remotes defined the old way
         folder = common_dir / name
         if folder.is_dir() and any(folder.iterdir()):
-            raise Unsure
+            raise Unsure("legacy remotes")
     with open(git_dir / "index", "rb") if (git_dir / "index").exists() else open(os.devnull, "rb") as f:
         header = f.read(8)
     if header and header != b"DIRC\x00\x00\x00\x02":
-        raise Unsure
+        raise Unsure("index version")
 
 
 def _default_excludes() -> Path:
@@ -144,7 +147,7 @@ def _default_excludes() -> Path:
 def _letter(flags: int, letters: Iterable[tuple[int, str]]) -> str:
     found = [letter for bit, letter in letters if flags & bit]
     if len(found) > 1:
-        raise Unsure
+        raise Unsure("two letters")
     return found[0] if found else "."
 
 
@@ -154,14 +157,14 @@ def _entries(repo, flags: dict[str, int]) -> list[Entry]:
     for path, f in flags.items():
         path.encode("utf-8")  # UnicodeError (a name libgit2 could not decode): git
         if f & UNEXPECTED:
-            raise Unsure
+            raise Unsure("unreadable, ignored or renamed")
         if f & FileStatus.CONFLICTED:
             tracked[path] = Entry(path, "U", "U")
             continue
         x, y = _letter(f, INDEX_LETTERS), _letter(f, WORKTREE_LETTERS)
         if f & FileStatus.WT_NEW:
             if y != "." or x not in (".", "D"):
-                raise Unsure
+                raise Unsure("untracked over a change")
             untracked.append(path)
         if x != "." or y != ".":
             tracked[path] = Entry(path, x, y)
@@ -178,12 +181,15 @@ def _head_tree(repo):
 def _check_modes(repo, tracked: dict[str, Entry]) -> None:
     """A changed submodule (a gitlink, in the index or HEAD): git decides what --ignore-submodules=dirty shows."""
     index, tree = repo.index, _head_tree(repo)
-    for path in tracked:
-        entry = index[path] if path in index else None  # noqa: SIM401 (Index has no get)
-        if entry is not None and entry.mode == FileMode.COMMIT:
-            raise Unsure
+    conflicts = index.conflicts if index.conflicts is not None else {}
+    for path, found in tracked.items():
+        entries = [e for e in conflicts[path] if e is not None] if found.index == "U" else []
+        if path in index and found.index != "U":
+            entries.append(index[path])
+        if any(e.mode == FileMode.COMMIT for e in entries):
+            raise Unsure("gitlink")
         if tree is not None and path in tree and tree[path].filemode == FileMode.COMMIT:
-            raise Unsure
+            raise Unsure("gitlink in HEAD")
 
 
 def _pair_renames(repo, tracked: dict[str, Entry]) -> None:
@@ -194,14 +200,15 @@ def _pair_renames(repo, tracked: dict[str, Entry]) -> None:
         return
     index, tree = repo.index, _head_tree(repo)
     if tree is None:
-        raise Unsure
+        raise Unsure("rename without HEAD")
     new = {e.path: (str(index[e.path].id), index[e.path].mode) for e in added}
     old = {e.path: (str(tree[e.path].id), tree[e.path].filemode) for e in deleted}
     for path, (oid, mode) in new.items():
         sources = [p for p, (o, _) in old.items() if o == oid]
         twins = [p for p, (o, _) in new.items() if o == oid]
         if len(sources) != 1 or len(twins) != 1 or oid == EMPTY_BLOB or old[sources[0]][1] != mode:
-            raise Unsure  # no exact source (git may pair by similarity), or more than one way to pair
+            # no exact source (git may pair by similarity), or more than one way to pair
+            raise Unsure("inexact or ambiguous rename")
         source = sources[0]
         entry = tracked[path]
         tracked[path] = Entry(path, "R", entry.worktree, source)
@@ -213,7 +220,7 @@ def _branch(repo, common_dir: Path, config: Settings) -> tuple[str | None, str |
         return None, None, 0, 0
     target = repo.lookup_reference("HEAD").target
     if not isinstance(target, str) or not target.startswith("refs/heads/"):
-        raise Unsure
+        raise Unsure("HEAD outside refs/heads")
     branch = target.removeprefix("refs/heads/")
     tracking = _tracking_ref(branch, config)
     if tracking is None:
@@ -233,14 +240,14 @@ def _tracking_ref(branch: str, config: Settings) -> str | None:
     if not remote or not merges:
         return None
     if len(merges) > 1 or not merges[0].startswith("refs/"):
-        raise Unsure
+        raise Unsure("merge settings")
     merge = merges[0]
     if remote[-1] == ".":
         return merge
     for spec in config.get(f"remote.{remote[-1]}.fetch", []):
         spec = spec.removeprefix("+")
         if spec.startswith("^") or not spec.startswith("refs/"):
-            raise Unsure
+            raise Unsure("fetch refspec")
         source, _, destination = spec.partition(":")
         if not destination:
             continue
@@ -262,6 +269,6 @@ def _shorten(repo, common_dir: Path, ref: str) -> str:
             for rule in SHORTEN_RULES[:i]:
                 name = rule.format(short)
                 if os.path.lexists(common_dir / name) or repo.references.get(name) is not None:
-                    raise Unsure
+                    raise Unsure("ambiguous upstream name")
             return short
-    raise Unsure
+    raise Unsure("upstream outside heads and remotes")
