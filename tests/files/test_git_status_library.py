@@ -149,6 +149,46 @@ def ignore_rules(repo: Path, tmp: Path) -> None:
     write(repo / "docs" / "kept.txt", "shown\n")
 
 
+def symlinked_gitignore_untracked(repo: Path, tmp: Path) -> None:
+    """git does not follow a symlinked .gitignore in the work tree; libgit2 would (here, out of the roots)."""
+    write(tmp / "outside" / "rules", "*.txt\n")
+    write(repo / "more" / "a.txt", "a\n")
+    (repo / "more" / ".gitignore").symlink_to(tmp / "outside" / "rules")
+
+
+def symlinked_gitignore_hidden(repo: Path, tmp: Path) -> None:
+    """A symlinked .gitignore that ignores itself: listed nowhere but among the ignored files."""
+    write(tmp / "outside" / "all", "*\n")
+    write(repo / "hidden" / "a.txt", "a\n")
+    (repo / "hidden" / ".gitignore").symlink_to(tmp / "outside" / "all")
+
+
+def symlinked_gitignore_tracked(repo: Path, tmp: Path) -> None:
+    write(repo / "src" / "rules", "*.tmp\n")
+    (repo / "src" / ".gitignore").symlink_to("rules")
+    git(repo, "add", "src/.gitignore", "src/rules")
+    git(repo, "commit", "-qm", "a symlinked .gitignore")
+    write(repo / "src" / "x.tmp", "x\n")
+
+
+def symlinked_gitattributes(repo: Path, tmp: Path) -> None:
+    write(tmp / "outside" / "attributes", "*.md text eol=crlf\n")
+    (repo / "docs" / ".gitattributes").symlink_to(tmp / "outside" / "attributes")
+    git(repo, "add", "docs/.gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    write(repo / "docs" / "guide.md", "Use helper() to double.\r\n")
+
+
+def long_path_gitignore(repo: Path, tmp: Path) -> None:
+    """A tracked .gitignore under a path of 256 bytes or more: its index entry is not read on the bytes."""
+    folder = repo / ("d" * 120) / ("e" * 120) / "f"
+    write(folder / ".gitignore", "*.tmp\n")
+    git(repo, "add", str(folder / ".gitignore"))
+    git(repo, "commit", "-qm", "deep")
+    write(folder / "x.tmp", "ignored\n")
+    write(folder / "y.txt", "shown\n")
+
+
 def detached(repo: Path, tmp: Path) -> None:
     git(repo, "checkout", "-q", "--detach", "HEAD~1")
     write(repo / "README.md", "# Detached edit\n")
@@ -283,6 +323,11 @@ STATES: dict[str, tuple[State, bool]] = {
     "unmerged": (unmerged, True),
     "untracked-nested": (untracked_nested, True),
     "ignore-rules": (ignore_rules, True),
+    "symlinked-gitignore-untracked": (symlinked_gitignore_untracked, False),
+    "symlinked-gitignore-hidden": (symlinked_gitignore_hidden, False),
+    "symlinked-gitignore-tracked": (symlinked_gitignore_tracked, False),
+    "symlinked-gitattributes": (symlinked_gitattributes, False),
+    "long-path-gitignore": (long_path_gitignore, False),
     "detached": (detached, True),
     "no-commits": (no_commits, True),
     "upstream-ahead-behind": (upstream_ahead_behind, True),

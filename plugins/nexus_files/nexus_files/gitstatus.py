@@ -37,7 +37,7 @@ else:
         (FileStatus.INDEX_TYPECHANGE, "T"),
     )
     WORKTREE_LETTERS = ((FileStatus.WT_MODIFIED, "M"), (FileStatus.WT_DELETED, "D"), (FileStatus.WT_TYPECHANGE, "T"))
-    UNEXPECTED = FileStatus.WT_UNREADABLE | FileStatus.WT_RENAMED | FileStatus.INDEX_RENAMED | FileStatus.IGNORED
+    UNEXPECTED = FileStatus.WT_UNREADABLE | FileStatus.WT_RENAMED | FileStatus.INDEX_RENAMED
 
 # Config keys (as ``git config --list`` prints them) that libgit2 reads as git does for status, or that
 # status never reads (programs, which the git path blanks and libgit2 never runs). Any other key: git.
@@ -54,6 +54,7 @@ ALLOWED_KEYS = re.compile(
 
 log = logging.getLogger(__name__)
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+RULE_FILES = (".gitignore", ".gitattributes")
 # git's rules for shortening a ref name, in its order (refs.c, shorten_unambiguous_ref).
 SHORTEN_RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}")
 
@@ -107,19 +108,20 @@ def status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answ
 
 
 def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answer:
-    _check_files(top, git_dir, common_dir, config)
+    index = _check_files(top, git_dir, common_dir, config)
     repo = pygit2.Repository(str(top), RepositoryOpenFlag.NO_SEARCH)
     if Path(repo.path).resolve() != git_dir.resolve() or repo.workdir is None:
         raise Unsure("another git dir")
     if Path(repo.workdir).resolve() != top.resolve():
         raise Unsure("another work tree")
-    flags = repo.status(untracked_files="all", ignored=False)
+    flags = repo.status(untracked_files="all", ignored=True)  # ignored ones too: see _check_rule_files
+    _check_rule_files(top, index, flags)
     branch, upstream, ahead, behind = _branch(repo, common_dir, config)
     return Answer(branch, upstream, ahead, behind, _entries(repo, flags))
 
 
-def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> None:
-    """What git reads for status that libgit2 does not read alike."""
+def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> bytes:
+    """What git reads for status that libgit2 does not read alike; the index file's bytes."""
     if os.path.lexists(top / ".gitmodules"):
         raise Unsure(".gitmodules")  # submodules: --ignore-submodules=dirty overrides their ignore settings
     for value in config.get("core.excludesfile", []):
@@ -131,10 +133,53 @@ def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -
         folder = common_dir / name
         if folder.is_dir() and any(folder.iterdir()):
             raise Unsure("legacy remotes")
-    with open(git_dir / "index", "rb") if (git_dir / "index").exists() else open(os.devnull, "rb") as f:
-        header = f.read(8)
-    if header and header != b"DIRC\x00\x00\x00\x02":
+    try:
+        index = (git_dir / "index").read_bytes()
+    except FileNotFoundError:
+        return b""
+    if index[:8] != b"DIRC\x00\x00\x00\x02":
         raise Unsure("index version")
+    return index
+
+
+def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> None:
+    """No .gitignore or .gitattributes that libgit2 may have read is a symlink.
+
+    git does not follow such symlinks in the work tree (a link out of the roots, or an
+    answer that differs); libgit2 does. It reads them in every folder it walks, and every
+    entry of those folders is tracked (in the index) or listed (untracked or ignored).
+    """
+    names = [p for p in flags if p.rpartition("/")[2] in RULE_FILES]
+    for name in RULE_FILES:
+        names += _index_paths_named(index, name)
+    if any(os.path.islink(top / name) for name in names):
+        raise Unsure("a symlinked .gitignore or .gitattributes")
+
+
+def _index_paths_named(index: bytes, name: str) -> list[str]:
+    """Paths in a version 2 index whose last component is ``name``, found on the bytes (no per-entry parsing).
+
+    An entry's path follows its 2-byte flags, whose low 12 bits are the path's length
+    and whose high byte is 0 for a path shorter than 256 bytes at stage 0; the path ends
+    with a NUL. A match whose path cannot be read that way (a long path, a conflict, or
+    the name inside an extension) leaves the answer to git.
+    """
+    found: list[str] = []
+    needle = name.encode() + b"\0"
+    pos = index.find(needle, 12)
+    while pos >= 0:
+        end = pos + len(needle) - 1
+        nul = index.rfind(b"\0", 0, pos)
+        for start in (nul + 1, nul + 2):
+            if (int.from_bytes(index[start - 2 : start], "big") & 0xFFF) == end - start:
+                path = os.fsdecode(index[start:end])
+                if path.rpartition("/")[2] == name:
+                    found.append(path)
+                break
+        else:
+            raise Unsure(f"{name} in the index not read")
+        pos = index.find(needle, end)
+    return found
 
 
 def _default_excludes() -> Path:
@@ -157,7 +202,11 @@ def _entries(repo, flags: dict[str, int]) -> list[Entry]:
     for path, f in flags.items():
         path.encode("utf-8")  # UnicodeError (a name libgit2 could not decode): git
         if f & UNEXPECTED:
-            raise Unsure("unreadable, ignored or renamed")
+            raise Unsure("unreadable or renamed")
+        if f & FileStatus.IGNORED:
+            if f != FileStatus.IGNORED:
+                raise Unsure("ignored and changed")
+            continue
         if f & FileStatus.CONFLICTED:
             tracked[path] = Entry(path, "U", "U")
             continue
