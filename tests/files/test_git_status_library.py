@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from nexus_files import git as git_module
+from nexus_files import gitstatus
 from tests.files.helpers import call, git
 
 pytestmark = pytest.mark.anyio
@@ -181,12 +182,20 @@ def symlinked_gitattributes(repo: Path, tmp: Path) -> None:
 
 def long_path_gitignore(repo: Path, tmp: Path) -> None:
     """A tracked .gitignore under a path of 256 bytes or more: its index entry is not read on the bytes."""
-    folder = repo / ("d" * 120) / ("e" * 120) / "f"
+    folder = repo / ("d" * 130) / ("e" * 130)
     write(folder / ".gitignore", "*.tmp\n")
     git(repo, "add", str(folder / ".gitignore"))
     git(repo, "commit", "-qm", "deep")
     write(folder / "x.tmp", "ignored\n")
     write(folder / "y.txt", "shown\n")
+
+
+def large_index(repo: Path, tmp: Path) -> None:
+    """More tracked files than libgit2 answers faster than git."""
+    for i in range(gitstatus.MAX_ENTRIES):
+        write(repo / "many" / f"f{i}.txt", f"{i}\n")
+    git(repo, "add", "many")
+    write(repo / "many" / "f0.txt", "changed\n")
 
 
 def detached(repo: Path, tmp: Path) -> None:
@@ -328,6 +337,7 @@ STATES: dict[str, tuple[State, bool]] = {
     "symlinked-gitignore-tracked": (symlinked_gitignore_tracked, False),
     "symlinked-gitattributes": (symlinked_gitattributes, False),
     "long-path-gitignore": (long_path_gitignore, False),
+    "large-index": (large_index, False),
     "detached": (detached, True),
     "no-commits": (no_commits, True),
     "upstream-ahead-behind": (upstream_ahead_behind, True),
