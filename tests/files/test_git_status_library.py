@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nexus_files import git as git_module
-from nexus_files import gitstatus
+from nexus_files import gitcache, gitstatus
 from tests.files.helpers import call, git
 
 pytestmark = pytest.mark.anyio
@@ -401,6 +401,45 @@ async def test_upstream_counts(files_client, repo, tmp_path, answered):
         status = await call(client, "git_status")
     assert answered == [True]
     assert (status["upstream"], status["ahead"], status["behind"]) == ("origin/main", 1, 2)
+
+
+async def test_the_default_ignore_file_leaves_the_answer_to_git(files_client, repo, tmp_path, answered, monkeypatch):
+    """git reads ~/.config/git/ignore when core.excludesFile is unset; libgit2 would not (no XDG config)."""
+    home = tmp_path / "home"
+    write(home / ".config" / "git" / "ignore", "*.bin\n")
+    monkeypatch.setenv("HOME", str(home))
+    async with files_client() as client:
+        ours = await call(client, "git_status")
+        monkeypatch.setattr(git_module, "library_status", lambda *args: None)
+        theirs = await call(client, "git_status")
+    assert answered == [False]
+    assert ours == theirs and "image.bin" not in {e["path"] for e in ours["entries"]}
+
+
+async def test_a_config_change_between_calls_is_seen(files_client, repo, answered, monkeypatch):
+    """The settings libgit2 is trusted with are re-read with the config (gitcache's stamps)."""
+    monkeypatch.setattr(gitcache, "FRESH_NS", 0)
+    async with files_client() as client:
+        await call(client, "git_status")
+        git(repo, "config", "core.autocrlf", "true")  # line endings libgit2 might convert otherwise
+        await call(client, "git_status")
+    assert answered == [True]  # the second call went to git without asking libgit2
+
+
+def git_dir_snapshot(repo: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in (repo / ".git").rglob("*") if p.is_file()}
+
+
+async def test_libgit2_writes_nothing(files_client, repo, answered):
+    """Like git with GIT_OPTIONAL_LOCKS=0: status does not refresh or write the index, or anything else."""
+    (repo / "README.md").write_text("# Changed\n")
+    os.utime(repo / "docs" / "guide.md")  # only the stat data changed: git would refresh it, given the lock
+    before = git_dir_snapshot(repo)
+    async with files_client() as client:
+        await call(client, "git_status")
+        await call(client, "git_status")
+    assert answered == [True, True]
+    assert git_dir_snapshot(repo) == before
 
 
 def hostile(repo: Path, marker: Path) -> None:

@@ -132,7 +132,8 @@ def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -
     for value in config.get("core.excludesfile", []):
         if not (value.startswith("~/") or os.path.isabs(value)):
             raise Unsure("relative core.excludesFile")  # relative: git resolves it from where it runs
-    if "core.excludesfile" not in config and os.path.exists(_default_excludes()):
+    default = _default_excludes()
+    if "core.excludesfile" not in config and default is not None and os.path.exists(default):
         raise Unsure("XDG ignore file")  # libgit2 reads it only along with the XDG config, which it must not read
     for name in ("remotes", "branches"):  # remotes defined the old way
         folder = common_dir / name
@@ -189,11 +190,10 @@ def _index_paths_named(index: bytes, name: str) -> list[str]:
     return found
 
 
-def _default_excludes() -> Path:
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    if xdg:
-        return Path(xdg, "git", "ignore")
-    return Path(os.environ.get("HOME", "/nonexistent"), ".config", "git", "ignore")
+def _default_excludes() -> Path | None:
+    """The ignore file git reads when core.excludesFile is unset: git runs with HOME and without XDG_CONFIG_HOME."""
+    home = os.environ.get("HOME")
+    return Path(home, ".config", "git", "ignore") if home else None
 
 
 def _letter(flags: int, letters: Iterable[tuple[int, str]]) -> str:
