@@ -8,6 +8,8 @@ config.worktree too). User-supplied values starting with ``-`` are refused,
 revisions come after ``--end-of-options`` and paths after ``--``; diffs and
 shows take commits only (a blob's or tree's id would show content under no
 path). Diff sections and status entries of deny-listed paths are withheld.
+git_status is answered by libgit2 in-process where it gives git's answer
+(``gitstatus``); the checks on the repository's paths run first either way.
 """
 
 from __future__ import annotations
