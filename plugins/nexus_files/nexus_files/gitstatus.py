@@ -43,8 +43,9 @@ else:
 
 # Config keys (as ``git config --list`` prints them) that libgit2 reads as git does for status, or that
 # status never reads (programs, which the git path blanks and libgit2 never runs). Any other key: git.
+# ignorecase and precomposeunicode are what git init writes on macOS; both libraries honour them alike.
 ALLOWED_KEYS = re.compile(
-    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|symlinks|ignorecase|precomposeunicode"
+    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode"
     r"|excludesfile|fsmonitor|hookspath|pager|editor|sshcommand|askpass|untrackedcache|quotepath|gitproxy)"
     r"|(user|author|committer|init|advice|alias|gui|i18n|pull|push|gc|credential|commit|tag|rebase|sequence"
     r"|format|sendemail|maintenance|web|instaweb|gpg|receive|transfer|pack|http|url)\..*"
