@@ -10,6 +10,7 @@ the states libgit2 cannot answer alike must go to git.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -484,3 +485,46 @@ async def test_the_path_checks_run_before_libgit2(files_client, repo, outside, a
         result = await client.call_tool("git_status", {})
     assert answered == [True]  # the second call never reached libgit2
     assert result.is_error and "leads outside the allowed roots" in result.content[0].text
+
+
+def random_step(repo: Path, rng: random.Random) -> None:
+    """One change a developer makes: edit, create, delete, stage, move, commit, ignore, chmod."""
+    files = sorted(p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts and not p.is_symlink())
+    pick = rng.choice(files) if files else None
+    rel = str(pick.relative_to(repo)) if pick else ""
+    action = rng.choice(["edit", "create", "delete", "stage", "move", "commit", "ignore", "chmod", "unstage"])
+    if action == "edit" and pick:
+        pick.write_text(pick.read_text(errors="replace") + f"line {rng.random()}\n")
+    elif action == "create":
+        write(repo / rng.choice(["", "src/", "new/deep/", "docs/"]) / f"f{rng.randrange(1000)}.txt", "x\n")
+    elif action == "delete" and pick:
+        pick.unlink()
+    elif action == "stage":
+        git(repo, "add", "-A", rng.choice(["src", "docs", "."]))
+    elif action == "move" and pick and git(repo, "ls-files", "--", rel).strip():
+        git(repo, "mv", rel, f"moved{rng.randrange(1000)}.txt")
+    elif action == "commit":
+        git(repo, "commit", "-qm", "step", "--allow-empty")
+    elif action == "ignore":
+        with open(repo / ".gitignore", "a") as f:
+            f.write(f"f{rng.randrange(1000)}.txt\n")
+    elif action == "chmod" and pick:
+        pick.chmod(pick.stat().st_mode ^ 0o100)
+    elif action == "unstage" and pick:
+        git(repo, "reset", "-q", "--", rel)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_random_changes_equal_git(files_client, repo, answered, monkeypatch, seed):
+    rng = random.Random(seed)
+    (repo / "big.dat").unlink()  # 50 MB of zeros: nothing to learn from hashing it at every step
+    real = git_module.library_status
+    async with files_client() as client:
+        for step in range(15):
+            random_step(repo, rng)
+            monkeypatch.setattr(git_module, "library_status", real)
+            ours = await call(client, "git_status")
+            monkeypatch.setattr(git_module, "library_status", lambda *args: None)
+            theirs = await call(client, "git_status")
+            assert ours == theirs, f"step {step}"
+    assert answered.count(True) >= 10  # libgit2 answered most steps (inexact renames go to git)
