@@ -57,6 +57,7 @@ async def main(calls: int, block: int, files: int) -> None:
         git_repo(repo)
         if files:
             add_files(repo, files)
+        time.sleep(2.1)  # gitcache keeps what rev-parse and the config said only for files 2 s old
         data = {"server": {"data_dir": str(Path(tmp) / "data")}, "plugins": {"files": {"roots": [str(repo)]}}}
         pm = get_plugin_manager()
         pm.register(nexus_files, name="files")
