@@ -528,3 +528,19 @@ async def test_random_changes_equal_git(files_client, repo, answered, monkeypatc
             theirs = await call(client, "git_status")
             assert ours == theirs, f"step {step}"
     assert answered.count(True) >= 10  # libgit2 answered most steps (inexact renames go to git)
+
+
+async def test_sha256_repository_goes_to_git(files_client, repo, answered, monkeypatch):
+    """Another object format (extensions.objectformat): libgit2 is not asked."""
+    sha = repo / "sha"
+    write(sha / "a.txt", "a\n")
+    git(sha, "init", "-q", "--object-format=sha256")
+    git(sha, "add", "a.txt")
+    git(sha, "commit", "-qm", "a")
+    write(sha / "a.txt", "changed\n")
+    async with files_client() as client:
+        ours = await call(client, "git_status", repo="sha")
+        monkeypatch.setattr(git_module, "library_status", lambda *args: None)
+        theirs = await call(client, "git_status", repo="sha")
+    assert answered == []
+    assert ours == theirs and [(e["path"], e["worktree"]) for e in ours["entries"]] == [("a.txt", "M")]
