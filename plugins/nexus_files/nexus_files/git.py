@@ -8,6 +8,8 @@ config.worktree too). User-supplied values starting with ``-`` are refused,
 revisions come after ``--end-of-options`` and paths after ``--``; diffs and
 shows take commits only (a blob's or tree's id would show content under no
 path). Diff sections and status entries of deny-listed paths are withheld.
+git_status is answered by libgit2 in-process where it gives git's answer
+(``gitstatus``); the checks on the repository's paths run first either way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from nexus_core import PluginContext, ToolError
@@ -27,6 +30,8 @@ from nexus_core import PluginContext, ToolError
 from .config import FilesConfig
 from .gitcache import Config, Known, RepoCache, read_config_listing, stamp, watched_paths
 from .gitrun import run_git
+from .gitstatus import Answer, Entry, settings
+from .gitstatus import status as library_status
 from .results import ToolOutput, tool
 
 GIT_OUTPUT_CAP = 16 * 1024 * 1024  # parsing needs whole records; the text shown is capped separately
@@ -405,6 +410,39 @@ def _commits(out: str) -> list[Commit]:
 
 Override = tuple[str, str]
 
+STATUS_ARGS = ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]
+
+
+def parse_status(out: str) -> Answer:
+    """``git status`` run with ``STATUS_ARGS``, read."""
+    answer = Answer(branch=None, upstream=None, ahead=0, behind=0, entries=[])
+    records = out.split("\0")
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        i += 1
+        if rec.startswith("# branch.head "):
+            head = rec.split(" ", 2)[2]
+            answer.branch = None if head == "(detached)" else head
+        elif rec.startswith("# branch.upstream "):
+            answer.upstream = rec.split(" ", 2)[2]
+        elif rec.startswith("# branch.ab "):
+            a, b = rec.split(" ")[2:4]
+            answer.ahead, answer.behind = int(a), -int(b)
+        elif rec.startswith("1 "):
+            f = rec.split(" ", 8)
+            answer.entries.append(Entry(path=f[8], index=f[1][0], worktree=f[1][1]))
+        elif rec.startswith("2 "):
+            f = rec.split(" ", 9)
+            answer.entries.append(Entry(path=f[9], index=f[1][0], worktree=f[1][1], original_path=records[i]))
+            i += 1
+        elif rec.startswith("u "):
+            f = rec.split(" ", 10)
+            answer.entries.append(Entry(path=f[10], index="U", worktree="U"))
+        elif rec.startswith("? "):
+            answer.entries.append(Entry(path=rec[2:], index="?", worktree="?"))
+    return answer
+
 
 def driver_overrides(config_list: bytes) -> list[Override]:
     """Blanking settings for every filter, diff and merge driver in ``git config --list --null`` output.
@@ -457,6 +495,7 @@ class Git:
         self.config: FilesConfig = ctx.config
         self.binary = shutil.which("git")
         self.known = RepoCache()
+        self.library = True  # answer git_status in-process where libgit2 gives git's answer (gitstatus)
 
     def env(self, overrides: Sequence[Override] = ()) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR")
@@ -504,6 +543,20 @@ class Git:
         What git said about a folder is reused while nothing it depends on changed
         (``gitcache``); the checks on the paths and the git directory run every time.
         """
+        known = await self.locate(given)
+        return known.top, list(known.overrides)
+
+    async def status(self, known: Known) -> Answer:
+        """The status of ``known``'s repository: from libgit2 where it answers as git would, else from git."""
+        if self.library and known.settings is not None:
+            args = (known.top, known.git_dir, known.common_dir, known.settings)
+            answer = await anyio.to_thread.run_sync(library_status, *args)
+            if answer is not None:
+                return answer
+        return parse_status(await self.run(known.top, list(known.overrides), STATUS_ARGS))
+
+    async def locate(self, given: str) -> Known:
+        """What git said about the repository of ``given``, after the checks on its paths."""
         real = self.policy.resolve(given)
         if not real.exists():
             raise ToolError(f"'{given}' does not exist")
@@ -513,7 +566,7 @@ class Git:
             known = await self._ask_git(given, folder)
         else:
             self._check_locations(given, known)
-        return known.top, list(known.overrides)
+        return known
 
     async def _ask_git(self, given: str, folder: Path) -> Known:
         started = time.time_ns()
@@ -528,8 +581,9 @@ class Git:
         config = await self._config(top)
         watched = watched_paths(folder, top, git_dir, common_dir, config)
         known = Known(
-            top, git_dir, common_dir, tuple(driver_overrides(config.entries)), watched, tuple(map(stamp, watched))
-        )
+            top, git_dir, common_dir, tuple(driver_overrides(config.entries)), watched, tuple(map(stamp, watched)),
+            settings(config.file_entries),
+        )  # fmt: skip
         self.known.put(folder, known, complete=config.complete, started_ns=started)
         return known
 
@@ -657,43 +711,19 @@ def register(register, ctx: PluginContext) -> None:
     async def git_status(repo: RepoArg = ".") -> GitStatus:
         """Branch, upstream, and changed, staged and untracked files (git status)."""
         refuse_options(repo=repo)
-        top, ov = await git.repo(repo)
-        args = ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]
-        out = await git.run(top, ov, args)
-        branch = upstream = None
-        ahead = behind = 0
-        entries: list[StatusEntry] = []
-        records = out.split("\0")
-        i = 0
-        while i < len(records):
-            rec = records[i]
-            i += 1
-            if rec.startswith("# branch.head "):
-                head = rec.split(" ", 2)[2]
-                branch = None if head == "(detached)" else head
-            elif rec.startswith("# branch.upstream "):
-                upstream = rec.split(" ", 2)[2]
-            elif rec.startswith("# branch.ab "):
-                a, b = rec.split(" ")[2:4]
-                ahead, behind = int(a), -int(b)
-            elif rec.startswith("1 "):
-                f = rec.split(" ", 8)
-                entries.append(StatusEntry(path=f[8], index=f[1][0], worktree=f[1][1]))
-            elif rec.startswith("2 "):
-                f = rec.split(" ", 9)
-                entries.append(StatusEntry(path=f[9], index=f[1][0], worktree=f[1][1], original_path=records[i]))
-                i += 1
-            elif rec.startswith("u "):
-                f = rec.split(" ", 10)
-                entries.append(StatusEntry(path=f[10], index="U", worktree="U"))
-            elif rec.startswith("? "):
-                entries.append(StatusEntry(path=rec[2:], index="?", worktree="?"))
+        known = await git.locate(repo)
+        top = known.top
+        answer = await git.status(known)
+        entries = [
+            StatusEntry(path=e.path, index=e.index, worktree=e.worktree, original_path=e.original_path)
+            for e in answer.entries
+        ]
         shown_entries = [
             e for e in entries if not any(git.denial(top, p) for p in (e.path, e.original_path) if p is not None)
         ]
         return GitStatus(
-            repo=shown(top), branch=branch, upstream=upstream, ahead=ahead, behind=behind,
-            entries=shown_entries, clean=not entries, hidden=len(entries) - len(shown_entries),
+            repo=shown(top), branch=answer.branch, upstream=answer.upstream, ahead=answer.ahead,
+            behind=answer.behind, entries=shown_entries, clean=not entries, hidden=len(entries) - len(shown_entries),
         )  # fmt: skip
 
     async def git_log(

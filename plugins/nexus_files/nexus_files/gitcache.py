@@ -46,11 +46,13 @@ class Config:
     entries: bytes  # as ``git config --list --null`` prints them
     files: frozenset[Path]  # files read, and include targets (read or not)
     complete: bool  # False when a source could not be named (so it cannot be watched)
+    file_entries: bytes = b""  # the entries that came from files (not the command-line safety settings)
 
 
 def read_config_listing(out: bytes, cwd: Path) -> Config:
     fields = out.split(b"\0")
     entries: list[bytes] = []
+    from_files: list[bytes] = []
     files: set[Path] = set()
     complete = True
     for origin, entry in zip(fields[0::2], fields[1::2], strict=False):
@@ -61,6 +63,7 @@ def read_config_listing(out: bytes, cwd: Path) -> Config:
         if kind != "file":
             complete = False
             continue
+        from_files.append(entry)
         source = cwd / where
         files.add(source)
         key, _, value = os.fsdecode(entry).partition("\n")
@@ -71,7 +74,7 @@ def read_config_listing(out: bytes, cwd: Path) -> Config:
                 complete = False
             else:
                 files.add(target)
-    return Config(b"\0".join(entries), frozenset(files), complete)
+    return Config(b"\0".join(entries), frozenset(files), complete, b"\0".join(from_files))
 
 
 def include_target(value: str, source: Path) -> Path | None:
@@ -94,6 +97,7 @@ class Known:
     overrides: tuple[tuple[str, str], ...]
     watched: tuple[Path, ...]
     stamps: tuple[Stamp, ...]
+    settings: dict[str, list[str]] | None = None  # the config's own settings, when all are safe for libgit2
 
     def still_true(self) -> bool:
         return self.stamps == tuple(stamp(p) for p in self.watched)
