@@ -367,7 +367,7 @@ def _run_rg(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,
+        process_group=0,  # a group of its own to kill, started with vfork (a new session forks the whole server)
     )
     done, timed_out, huge = threading.Event(), threading.Event(), threading.Event()
 
