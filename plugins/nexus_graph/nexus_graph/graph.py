@@ -37,8 +37,10 @@ from nexus_graph.records import (
 from nexus_graph.search import SearchIndex
 
 DEFAULT_CATEGORIES = ("concepts", "tech_stack", "people", "projects")
-# Above this many entities a search takes milliseconds: it runs in a worker thread, never on the event loop.
-LOOP_MAX_ENTITIES = 3000
+# Up to this many entities a search takes 1-2 ms (a few on a busy machine) and may run on the
+# event loop: no longer than a worker thread holding the GIL makes the loop wait anyway (the 5 ms switch
+# interval). A bigger graph is searched in a worker thread.
+LOOP_MAX_ENTITIES = 20_000
 T = TypeVar("T")
 
 
