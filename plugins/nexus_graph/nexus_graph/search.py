@@ -17,10 +17,12 @@ import bisect
 import math
 import re
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from nexus_graph.records import Entity
+
+if TYPE_CHECKING:
+    import numpy as np  # imported on first search: a server that never searches never loads numpy
 
 FIELDS = ("name", "id", "tags", "desc")
 WEIGHTS = (1.0, 0.95, 0.9, 0.8)
@@ -128,6 +130,8 @@ class SearchIndex:
                 self._arrays.pop(word, None)
 
     def search(self, query: str, limit: int) -> list[Hit]:
+        import numpy as np
+
         words = list(dict.fromkeys(tokens(query)))
         if not words or not self.ids:
             return []
@@ -166,6 +170,8 @@ class SearchIndex:
 
     def _top(self, totals: np.ndarray, k: int) -> list[int]:
         """Positions of the ``k`` largest totals above zero; among equal totals at the cut, shorter names first."""
+        import numpy as np
+
         matched = np.flatnonzero(totals)
         if len(matched) <= k:
             return matched.tolist()
@@ -176,11 +182,15 @@ class SearchIndex:
         return above.tolist() + tied.tolist()
 
     def _name_lengths(self) -> np.ndarray:
+        import numpy as np
+
         if self._lengths is None or len(self._lengths) != len(self.names):
             self._lengths = np.array([len(n) for n in self.names], dtype=np.int32)
         return self._lengths
 
     def _posting_array(self, word: str, f: int) -> np.ndarray:
+        import numpy as np
+
         arrays = self._arrays.get(word)
         if arrays is None:
             arrays = self._arrays[word] = [None] * len(FIELDS)
