@@ -335,9 +335,7 @@ def _huge_seen_under(start: str) -> bool:
     return False
 
 
-def rg_grep(
-    rg: str, start: Path, policy: PathPolicy, q: Query, timeout: float, confirmer: Confirmer | None = None
-) -> list[FileHits]:
+def rg_grep(rg: str, start: Path, policy: PathPolicy, q: Query, timeout: float) -> list[FileHits]:
     """Run rg --json in ``start``; deny-listed files are dropped from its output.
 
     Files above max_file_size may still be in it (a file seen too late by the watch): ``confirm`` drops them.
@@ -345,29 +343,19 @@ def rg_grep(
     deadline = time.monotonic() + timeout
     key = str(start)
     if _proc_fds_readable() and not _huge_seen_under(key):
-        files = _run_rg(rg, start, policy, q, timeout, deadline, confirmer, watch=True)
+        files = _run_rg(rg, start, policy, q, timeout, deadline, watch=True)
         if files is not None:
             return files
-        if confirmer is not None:
-            confirmer.restart()
         _huge_under[key] = time.monotonic()
         if len(_huge_under) > 256:
             _huge_under.pop(next(iter(_huge_under)), None)
-    files = _run_rg(rg, start, policy, q, timeout, deadline, confirmer, watch=False)
+    files = _run_rg(rg, start, policy, q, timeout, deadline, watch=False)
     assert files is not None
     return files
 
 
 def _run_rg(
-    rg: str,
-    start: Path,
-    policy: PathPolicy,
-    q: Query,
-    timeout: float,
-    deadline: float,
-    confirmer: Confirmer | None,
-    *,
-    watch: bool,
+    rg: str, start: Path, policy: PathPolicy, q: Query, timeout: float, deadline: float, *, watch: bool
 ) -> list[FileHits] | None:
     """rg's hits, or None when ``watch`` saw it reading a file above max_file_size (and stopped it)."""
     deny = DenyFilter(policy)
@@ -418,8 +406,6 @@ def _run_rg(
                     matches += 1
                     if matches > RG_MATCH_VALVE:
                         break
-            elif kind == "end" and current is not None and confirmer is not None:
-                confirmer.file_done(current)
         stderr = b""
         if matches <= RG_MATCH_VALVE:
             stderr = proc.stderr.read() if proc.stderr else b""
@@ -448,70 +434,24 @@ def confirm(files: list[FileHits], base: Path, policy: PathPolicy, max_file_size
     symlink meanwhile, or a hard link to a secret, would show another file's lines.
     A file above ``max_file_size`` is dropped, as the Python engine skips it.
     """
-    return [f for f in files if confirmed(f, base, policy, max_file_size)]
-
-
-def confirmed(f: FileHits, base: Path, policy: PathPolicy, max_file_size: int) -> bool:
-    """Whether a race-free read of ``f`` now shows every line rg reported (see ``confirm``)."""
-    try:
-        with policy.open_read(base / f.rel) as opened:
-            if opened.stat.st_size > max_file_size:
-                return False
-            data = opened.read(max_file_size + 1)
-    except (OSError, ToolError):
-        return False
-    if len(data) > max_file_size:
-        return False  # grew while it was read
-    lines = data.split(b"\n")
-    return all(
-        n <= len(lines) and clip(lines[n - 1].decode("utf-8", "replace").removesuffix("\r")) == text
-        for n, text, _ in f.lines
-    )
-
-
-class Confirmer:
-    """``confirm`` started on each file as soon as rg is done with it, in a worker thread, while rg goes on.
-
-    Only files that can still be within ``cap`` matches are started early; ``kept`` confirms the rest, and
-    the file ``trim`` cut, if any (a new object holding fewer lines).
-    """
-
-    def __init__(self, base: Path, policy: PathPolicy, max_file_size: int, cap: int) -> None:
-        self.base, self.policy, self.max_file_size, self.cap = base, policy, max_file_size, cap
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-confirm")
-        self.early: dict[str, tuple[FileHits, Future[bool]]] = {}
-        self.matches = 0
-
-    def file_done(self, f: FileHits) -> None:
-        if self.matches > self.cap:
-            return
-        self.matches += f.matches
-        # The task runs in a copy of this context: the path policy follows the calling session.
-        task = contextvars.copy_context().run
-        self.early[f.rel] = (f, self.pool.submit(task, confirmed, f, self.base, self.policy, self.max_file_size))
-
-    def restart(self) -> None:
-        """rg runs again (from the start): what it reported before counts for nothing."""
-        for _, future in self.early.values():
-            future.cancel()
-        self.early.clear()
-        self.matches = 0
-
-    def kept(self, files: list[FileHits]) -> list[FileHits]:
-        out = []
-        for f in files:
-            early = self.early.get(f.rel)
-            if early is not None and early[0] is f:
-                ok = early[1].result()
-            else:  # not started early, or cut by trim
-                ok = confirmed(f, self.base, self.policy, self.max_file_size)
-            if ok:
-                out.append(f)
-        return out
-
-    def close(self) -> None:
-        self.restart()
-        self.pool.shutdown(wait=True)
+    kept = []
+    for f in files:
+        try:
+            with policy.open_read(base / f.rel) as opened:
+                if opened.stat.st_size > max_file_size:
+                    continue
+                data = opened.read(max_file_size + 1)
+        except (OSError, ToolError):
+            continue
+        if len(data) > max_file_size:
+            continue  # grew while it was read
+        lines = data.split(b"\n")
+        if all(
+            n <= len(lines) and clip(lines[n - 1].decode("utf-8", "replace").removesuffix("\r")) == text
+            for n, text, _ in f.lines
+        ):
+            kept.append(f)
+    return kept
 
 
 def _killpg(proc: subprocess.Popen) -> None:

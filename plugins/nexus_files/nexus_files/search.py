@@ -15,7 +15,7 @@ from nexus_core import PluginContext, ToolError
 
 from .config import FilesConfig
 from .fs import SNIFF_BYTES, TooLarge, human_size, looks_binary, open_file, read_data
-from .grep_engine import Confirmer, GlobFilter, Query, python_grep, rg_grep, smart_ignore_case, trim
+from .grep_engine import GlobFilter, Query, confirm, python_grep, rg_grep, smart_ignore_case, trim
 from .results import ToolOutput, tool
 from .walk import DenyFilter, rg_list_files, ripgrep, sort_key, walk_files
 
@@ -193,20 +193,16 @@ def register(register, ctx: PluginContext) -> None:
             config.max_file_size,
         )  # fmt: skip
         rg = None if start.is_file() else ripgrep(config.use_ripgrep, config.ripgrep_path)
+        if rg:
+            hits = rg_grep(rg, start, policy, q, config.search_timeout)
+        else:
+            hits = python_grep(start, policy, q, config.search_timeout)
+        kept, total, truncated = trim(hits, max_results)
         base = start.parent if start.is_file() else start
         if rg:
-            confirmer = Confirmer(base, policy, config.max_file_size, max_results)
-            try:
-                kept, total, truncated = trim(
-                    rg_grep(rg, start, policy, q, config.search_timeout, confirmer), max_results
-                )
-                confirmed = confirmer.kept(kept)
-            finally:
-                confirmer.close()
+            confirmed = confirm(kept, base, policy, config.max_file_size)
             total -= sum(f.matches for f in kept) - sum(f.matches for f in confirmed)
             kept = confirmed
-        else:
-            kept, total, truncated = trim(python_grep(start, policy, q, config.search_timeout), max_results)
         files = [
             GrepFile(
                 path=shown_under(policy, base, f.rel),
