@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import shutil
+import subprocess
 
 import anyio
 import pytest
 
 import nexus_files.walk
+from nexus_core import PathPolicy
+from nexus_files import grep_engine
 from tests.files.helpers import call, fail
 
 pytestmark = pytest.mark.anyio
@@ -191,3 +194,42 @@ async def test_the_python_engine_stops_at_search_timeout_while_other_calls_go_on
         elapsed = anyio.current_time() - started
     assert "took longer than search_timeout (0.01 s)" in messages[0]
     assert read["content"].startswith("     1\t# Demo") and elapsed < 3
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_never_shows_a_file_above_max_file_size(files_client, repo, engine):
+    # rg runs without --max-filesize (it would stat every file); what it reports from a big file is dropped.
+    (repo / "docs" / "huge.md").write_text("helper in a big file\n" + "filler line\n" * 200_000)
+    async with files_client(use_ripgrep=engine, max_file_size=1 << 20) as client:
+        result = await call(client, "grep", pattern="helper")
+        assert [f["path"] for f in result["files"]] == ["docs/guide.md", "src/pkg/util.py"]
+        assert result["total_matches"] == 3
+
+
+def test_the_watch_sees_a_big_file_a_process_has_open(tmp_path):
+    big, small = tmp_path / "big.txt", tmp_path / "small.txt"
+    big.write_bytes(b"x\n" * 600_000)
+    small.write_text("x\n")
+    for path, expected in ((big, True), (small, False)):
+        with open(path, "rb") as held:
+            proc = subprocess.Popen(["sleep", "30"], stdin=held)
+        try:
+            assert grep_engine.reading_a_huge_file(proc.pid, 1 << 20) is expected
+        finally:
+            proc.kill()
+            proc.wait()
+    assert not grep_engine.reading_a_huge_file(proc.pid, 1 << 20)  # gone
+
+
+def test_rg_reading_a_big_file_is_stopped_and_the_folder_searched_with_the_cap(tmp_path, monkeypatch):
+    # A pattern without a literal makes rg scan the 40 MB file slowly enough for a watch every 2 ms to see it.
+    (tmp_path / "big.log").write_bytes(b"ab 12345 lines of text, no match\n" * 1_300_000)
+    (tmp_path / "small.txt").write_text("cd 654321\n")
+    monkeypatch.setattr(grep_engine, "WATCH_EVERY", 0.002)
+    monkeypatch.setattr(grep_engine, "_huge_under", {})
+    query = grep_engine.Query(r"[a-z]+ [0-9]{6}", False, True, 0, [], [], 200, False, 1 << 20)
+    rg = nexus_files.walk.ripgrep("always", None)
+    assert rg
+    hits = grep_engine.rg_grep(rg, tmp_path, PathPolicy([str(tmp_path)]), query, 60.0)
+    assert [f.rel for f in hits] == ["small.txt"]  # the rerun with --max-filesize skipped big.log
+    assert list(grep_engine._huge_under) == [str(tmp_path)]

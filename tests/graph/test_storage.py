@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from nexus_graph import storage
 from nexus_graph.graph import DEFAULT_CATEGORIES, GraphStore
 from tests.graph.helpers import add, call, lines, write_lines
 
@@ -202,3 +203,43 @@ async def test_new_files_by_other_writers_are_found_after_a_reused_listing(graph
         later = {"id": "okapi", "type": "animal", "name": "Okapi", "created": "2026-01-03T00:00:00Z"}
         write_lines(graph_dir / "projects" / "entities.jsonl", [later])  # a new file in a known folder
         assert (await call(client, "search_knowledge", query="okapi"))["hits"][0]["id"] == "okapi"
+
+
+HOLDER = textwrap.dedent(
+    """
+    import fcntl, json, os, sys, time
+    root = sys.argv[1]
+    fd = os.open(os.path.join(root, ".lock"), os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("locked", flush=True)
+    time.sleep(0.5)
+    record = {"id": "okapi", "type": "animal", "name": "Okapi", "created": "2026-01-03T00:00:00Z"}
+    with open(os.path.join(root, "concepts", "entities.jsonl"), "a") as f:
+        f.write(json.dumps(record) + "\\n")
+    """
+)
+
+
+async def test_searches_of_a_settled_folder_see_appends_and_wait_for_a_writer(graph_host, graph_dir: Path) -> None:
+    # A settled folder is searched right on the event loop when nothing changed: an append to a known file
+    # (no folder changes), or a writer holding the lock, must send the search through the full refresh.
+    async with Client(graph_host().server) as client:
+        await add(client, "first", "First")
+        backdate(graph_dir)
+        for _ in range(2):
+            assert (await call(client, "search_knowledge", query="zebra"))["hits"] == []
+        record = {"id": "zebra", "type": "animal", "name": "Zebra", "created": "2026-01-02T00:00:00Z"}
+        write_lines(graph_dir / "concepts" / "entities.jsonl", [record])
+        assert (await call(client, "search_knowledge", query="zebra"))["hits"][0]["id"] == "zebra"
+        assert (await call(client, "search_knowledge", query="okapi"))["hits"] == []
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(graph_dir)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+            assert (await call(client, "search_knowledge", query="okapi"))["hits"][0]["id"] == "okapi"
+        finally:
+            holder.wait(timeout=30)
+
+
+def test_only_a_local_file_system_counts_as_local(tmp_path: Path) -> None:
+    assert storage.on_local_disk(tmp_path)  # the test folder is on a local disk here
+    assert not storage.on_local_disk(Path("/proc/self"))

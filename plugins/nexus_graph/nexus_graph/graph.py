@@ -15,9 +15,10 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from nexus_graph import storage
 from nexus_graph.duplicates import DuplicateIndex
@@ -36,6 +37,11 @@ from nexus_graph.records import (
 from nexus_graph.search import SearchIndex
 
 DEFAULT_CATEGORIES = ("concepts", "tech_stack", "people", "projects")
+# Up to this many entities a search takes 1-2 ms (a few on a busy machine) and may run on the
+# event loop: no longer than a worker thread holding the GIL makes the loop wait anyway (the 5 ms switch
+# interval). A bigger graph is searched in a worker thread.
+LOOP_MAX_ENTITIES = 20_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ class GraphStore:
         self.categories = categories
         self.log = log or logging.getLogger("nexus.graph")
         self._lock = threading.RLock()
+        self._local: bool | None = None  # whether the folder is on a local disk, found on first use
         self._reset()
 
     def _reset(self) -> None:
@@ -124,6 +131,46 @@ class GraphStore:
             with storage.locked(self.root, exclusive=False):
                 self._sync()
             yield self.index
+
+    def read_now(self, fn: Callable[[GraphIndex], T], max_entities: int = LOOP_MAX_ENTITIES) -> T | None:
+        """``fn(index)`` when that cannot wait or take long, else None (then call it under ``reading``, in a thread).
+
+        For a caller on the event loop: it runs only when the folder is on a local disk (a stat on a hung
+        network mount would stall every session), neither lock is held by someone else, no file changed since
+        the last read (appends are read in ``reading``) and the graph is small enough for ``fn`` to be quick.
+        """
+        if len(self.index.entities) > max_entities or not self._on_local_disk():
+            return None
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            with storage.locked(self.root, exclusive=False, wait=False) as held:
+                if not held or not self._fresh():
+                    return None
+            return fn(self.index)
+        finally:
+            self._lock.release()
+
+    def _on_local_disk(self) -> bool:
+        if self._local is None:
+            self._local = storage.on_local_disk(self.root)
+        return self._local
+
+    def _fresh(self) -> bool:
+        """Whether the index holds all that is on disk: the listing still true and no file changed (stats only)."""
+        folders, stamps = self._listed
+        listing = self._listing
+        if listing is None or len(listing) != len(self._files) or storage.folder_stamps(folders) != stamps:
+            return False
+        for _, path in listing:
+            state = self._files.get(path)
+            try:
+                st = path.stat()
+            except OSError:
+                return False
+            if state is None or (st.st_ino, st.st_size, st.st_mtime_ns) != (state.ino, state.size, state.mtime_ns):
+                return False
+        return True
 
     def problems(self) -> list[Problem]:
         """Every unusable line seen, plus any truncated last lines present now."""

@@ -50,8 +50,11 @@ def dumps(record: dict[str, Any]) -> bytes:
 
 
 @contextlib.contextmanager
-def locked(root: Path, *, exclusive: bool) -> Iterator[None]:
-    """Hold the graph folder's lock: exclusive for writers, shared for readers."""
+def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
+    """Hold the graph folder's lock: exclusive for writers, shared for readers.
+
+    Yields whether it is held: False only with ``wait=False`` when another process holds it exclusively.
+    """
     fd: int | None = None
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -60,13 +63,44 @@ def locked(root: Path, *, exclusive: bool) -> Iterator[None]:
         if exclusive:
             raise GraphError(f"cannot lock the graph folder {root} for writing: {exc.strerror}") from None
     if fd is None:
-        yield  # a folder we may not write to: read unlocked (a line mid-append then reads as truncated, briefly)
+        yield True  # a folder we may not write to: read unlocked (a line mid-append then reads as truncated, briefly)
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+# File systems whose calls never wait on a network: only on these may a read run on the event loop.
+LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "bcachefs", "f2fs", "jfs", "zfs", "tmpfs", "ramfs", "overlay"}
+)
+
+
+def on_local_disk(path: Path) -> bool:
+    """Whether ``path`` is on a local file system (Linux ``/proc/self/mountinfo``); False when unknown."""
+    try:
+        real = os.path.realpath(path)
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            mounts = f.read().splitlines()
+    except OSError:
+        return False
+    best, fstype = "", ""
+    for line in mounts:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        point = parts[4].replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, fstype = point, rest.split()[0]
+    return fstype in LOCAL_FILESYSTEMS
 
 
 def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> None:

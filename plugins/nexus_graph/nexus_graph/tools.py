@@ -4,8 +4,10 @@ No ``from __future__ import annotations`` here: add_entity's category schema lis
 categories, so its annotation is built at registration and must be evaluated where it is written.
 """
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
+import anyio.to_thread
 from pydantic import Field
 
 from nexus_core import PluginContext
@@ -212,7 +214,7 @@ def register_tools(register, ctx: PluginContext) -> None:
         )
         return ConnectResult(relation=RelationOut.of(relation), added=added, message=message)
 
-    def search_knowledge(
+    async def search_knowledge(
         query: Annotated[str, Field(description="Words to look for; typos and any word order are fine.")],
         limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return.")] = 10,
     ) -> SearchResult:
@@ -221,11 +223,18 @@ def register_tools(register, ctx: PluginContext) -> None:
             raise GraphError("query has no letters or digits: give a few words, e.g. 'async python'")
         if len(query) > 500:
             raise GraphError("query is longer than 500 characters; use a few key words")
-        with store_for(ctx).reading() as index:
-            found = index.search.search(query, limit)
-            hits = [_hit(index, h) for h in found]
-            total = len(index.entities)
-        return SearchResult(query=query, hits=hits, total_entities=total)
+        store = store_for(ctx)
+
+        def search(index: GraphIndex) -> SearchResult:
+            hits = [_hit(index, h) for h in index.search.search(query, limit)]
+            return SearchResult(query=query, hits=hits, total_entities=len(index.entities))
+
+        # A small graph unchanged since the last read is searched right here: the hop to a worker thread
+        # would cost about as much as the search. Anything that may wait or take long goes to a thread.
+        result = store.read_now(search)
+        if result is None:
+            result = await anyio.to_thread.run_sync(_search_reading, store, search)
+        return result
 
     def get_entity(id: EntityId) -> EntityDetail:
         """One entity with its relations both ways."""
@@ -368,6 +377,11 @@ def register_tools(register, ctx: PluginContext) -> None:
     register(find_path, title="Find a path", **read)
     register(export_graph, title="Export graph", **read)
     register(get_entropy_report, title="Entropy report", **read)
+
+
+def _search_reading(store: GraphStore, search: Callable[[GraphIndex], SearchResult]) -> SearchResult:
+    with store.reading() as index:
+        return search(index)
 
 
 def _hit(index: GraphIndex, hit: Hit) -> SearchHit:
