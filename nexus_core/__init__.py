@@ -44,6 +44,7 @@ _EXPORTS = {
     "ToolRegistrar": "nexus_core.registry",
     "Blocking": "nexus_core.localfs",
     "on_loop": "nexus_core.localfs",
+    "on_local_fs": "nexus_core.localfs",
     "run_nonblocking": "nexus_core.localfs",
     "OpenedFile": "nexus_core.safe_open",
     "Raced": "nexus_core.safe_open",
@@ -78,6 +79,7 @@ __all__ = [
     "lock_path",
     "locked",
     "make_undumpable",
+    "on_local_fs",
     "on_loop",
     "prefixed",
     "run_nonblocking",
@@ -103,7 +105,7 @@ if TYPE_CHECKING:
     from nexus_core.hardening import make_undumpable
     from nexus_core.hookspecs import hookimpl
     from nexus_core.live import LivePrompt, LiveResource, LiveTool
-    from nexus_core.localfs import Blocking, on_loop, run_nonblocking
+    from nexus_core.localfs import Blocking, on_local_fs, on_loop, run_nonblocking
     from nexus_core.locks import lock_path, locked
     from nexus_core.permissions import Category, PathPolicy
     from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar

@@ -173,6 +173,11 @@ MOUNTS = MountTable()
 os.register_at_fork(after_in_child=MOUNTS.forget)
 
 
+def on_local_fs(path: str) -> bool:
+    """Whether every mount at ``path`` (absolute, resolved) or above it is a local file system (see the module doc)."""
+    return MOUNTS.local(path)
+
+
 def plain_local(path: str, mounts: MountTable | None = None) -> bool:
     """Whether ``path`` (absolute, normalised) lies on local file systems with no symlink on the way.
 

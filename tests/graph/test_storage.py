@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from nexus_core import on_local_fs
 from nexus_graph import storage
 from nexus_graph.graph import DEFAULT_CATEGORIES, GraphStore
 from tests.graph.helpers import add, call, lines, write_lines
@@ -146,7 +147,6 @@ async def test_a_folder_that_is_not_a_category_is_reported_not_loaded(graph_host
 
 
 def test_a_short_write_leaves_the_file_as_it_was(tmp_path: Path) -> None:
-    from nexus_graph import storage
     from nexus_graph.records import GraphError
 
     path = tmp_path / "concepts" / "entities.jsonl"
@@ -161,8 +161,6 @@ def _fill_disk(path: Path) -> None:
     """Append with a file size limit the write cannot fit under (RLIMIT_FSIZE), as a full disk would."""
     import resource
     import signal
-
-    from nexus_graph import storage
 
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -240,6 +238,5 @@ async def test_searches_of_a_settled_folder_see_appends_and_wait_for_a_writer(gr
             holder.wait(timeout=30)
 
 
-def test_only_a_local_file_system_counts_as_local(tmp_path: Path) -> None:
-    assert storage.on_local_disk(tmp_path)  # the test folder is on a local disk here
-    assert not storage.on_local_disk(Path("/proc/self"))
+def test_the_test_folder_counts_as_local(tmp_path: Path) -> None:
+    assert on_local_fs(os.path.realpath(tmp_path))  # so the searches of these tests run on the event loop

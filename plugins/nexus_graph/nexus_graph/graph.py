@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from nexus_core import on_local_fs
 from nexus_graph import storage
 from nexus_graph.duplicates import DuplicateIndex
 from nexus_graph.records import (
@@ -110,7 +112,7 @@ class GraphStore:
         self.categories = categories
         self.log = log or logging.getLogger("nexus.graph")
         self._lock = threading.RLock()
-        self._local: bool | None = None  # whether the folder is on a local disk, found on first use
+        self._real_root: str | None = None  # resolved on first use, for the mount check
         self._reset()
 
     def _reset(self) -> None:
@@ -152,9 +154,9 @@ class GraphStore:
             self._lock.release()
 
     def _on_local_disk(self) -> bool:
-        if self._local is None:
-            self._local = storage.on_local_disk(self.root)
-        return self._local
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        return on_local_fs(self._real_root)
 
     def _fresh(self) -> bool:
         """Whether the index holds all that is on disk: the listing still true and no file changed (stats only)."""

@@ -76,33 +76,6 @@ def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-# File systems whose calls never wait on a network: only on these may a read run on the event loop.
-LOCAL_FILESYSTEMS = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "bcachefs", "f2fs", "jfs", "zfs", "tmpfs", "ramfs", "overlay"}
-)
-
-
-def on_local_disk(path: Path) -> bool:
-    """Whether ``path`` is on a local file system (Linux ``/proc/self/mountinfo``); False when unknown."""
-    try:
-        real = os.path.realpath(path)
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            mounts = f.read().splitlines()
-    except OSError:
-        return False
-    best, fstype = "", ""
-    for line in mounts:
-        fields, _, rest = line.partition(" - ")
-        parts = fields.split()
-        if len(parts) < 5 or not rest:
-            continue
-        point = parts[4].replace("\\040", " ")
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):
-            best, fstype = point, rest.split()[0]
-    return fstype in LOCAL_FILESYSTEMS
-
-
 def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> None:
     """Append complete lines with one write. Call it under the exclusive lock.
 
