@@ -1,12 +1,15 @@
 """Recall and store latency of the light mode and the default, interleaved call by call (issue 16).
 
-    .venv/bin/python bench/recall_latency_paired.py --cache /tmp/rc --size 10000
+    .venv/bin/python bench/recall_latency_paired.py --cache /tmp/rc --size 10000 [--sequential-pair]
 
 On a shared machine whose load changes from minute to minute, timing one configuration after the other
 compares two different machines. Here both stores are filled first (the bulk method of ``recall_latency.py``:
 real vectors of the labeled set and generated memories, repeated with noise), then every query is recalled
 by the light mode and by the default in turn, and every store alternates the same way, through the plugin's
 ``MemoryService`` (no MCP layer). Both therefore see the same load; the ratio is the cost of the pair.
+
+``--sequential-pair`` adds a third row: the default's store and service with the pair embedding MiniLM then e5
+one after the other (as before they ran side by side), swapped in call by call.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from memory_bench import generate, pct
 from recall_eval import Cache, load_set
 from recall_latency import bulk_vectors
 
-from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, create
+from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, create, is_cjk
 from nexus_memory.service import MemoryService
 from nexus_memory.store import RECIPE, ChromaStore
+
+SEQUENTIAL = "minilm+e5 sequential"
 
 
 def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
@@ -41,6 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--cache", default=None)
+    parser.add_argument("--sequential-pair", action="store_true", help="also time the pair run one model at a time")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
@@ -51,34 +57,59 @@ def main() -> None:
     bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
     with tempfile.TemporaryDirectory() as tmp:
         services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
+        embedders = {n: s.store.embedder for n, s in services.items()}
+        if args.sequential_pair:
+            services[SEQUENTIAL], embedders[SEQUENTIAL] = services["minilm+e5"], _SequentialPair()
         times: dict[str, dict[str, list[float]]] = {n: {"recall": [], "store": []} for n in services}
         for q in queries[:5]:
-            for s in services.values():
+            for n, s in services.items():
+                s.store.embedder = embedders[n]
                 s.recall(q.text, 5, None, None, None)
         for q in queries:
             for n, s in services.items():
+                s.store.embedder = embedders[n]
                 t0 = time.perf_counter()
                 s.recall(q.text, 5, None, None, None)
                 times[n]["recall"].append((time.perf_counter() - t0) * 1000)
         for i, q in enumerate(queries[:100]):
             for n, s in services.items():
+                s.store.embedder = embedders[n]
                 t0 = time.perf_counter()
                 s.store_memory(f"Bench note {i}: {q.text} was fixed.", "bench", [], "note")
                 times[n]["store"].append((time.perf_counter() - t0) * 1000)
-        for s in services.values():
+        for s in set(services.values()):
             s.close()
             s.store.close()
     print(f"\n| {args.size:,} memories | recall p50 / p95 ms | store p50 / p95 ms |\n|---|---|---|")
     for n, t in times.items():
         r, st = t["recall"], t["store"]
         print(f"| {n} | {pct(r, 50):.1f} / {pct(r, 95):.1f} | {pct(st, 50):.1f} / {pct(st, 95):.1f} |")
-    a, b = times["minilm"], times["minilm+e5"]
-    for k in ("recall", "store"):
-        print(
-            f"{k}: minilm+e5 / minilm p50 {pct(b[k], 50) / pct(a[k], 50):.2f}x, "
-            f"p95 {pct(b[k], 95) / pct(a[k], 95):.2f}x"
-        )
+    pairs = [("minilm+e5", "minilm")] + ([("minilm+e5", SEQUENTIAL)] if args.sequential_pair else [])
+    for top, bottom in pairs:
+        b, a = times[top], times[bottom]
+        for k in ("recall", "store"):
+            print(
+                f"{k}: {top} / {bottom} p50 {pct(b[k], 50) / pct(a[k], 50):.2f}x, "
+                f"p95 {pct(b[k], 95) / pct(a[k], 95):.2f}x"
+            )
     print(f"load average at the end: {os.getloadavg()}")
+
+
+class _SequentialPair(PairEmbedder):
+    """The pair as it was: MiniLM, then e5, in the caller's thread (the same vectors)."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._join(self.minilm.embed(texts), self.e5.embed(texts))
+
+    def embed_query(self, texts: list[str]) -> list[list[float]]:
+        english = [i for i, t in enumerate(texts) if not is_cjk(t)]
+        mini = dict(zip(english, self.minilm.embed([texts[i] for i in english]), strict=True)) if english else {}
+        e5 = self.e5.embed_query(texts)
+        zero = [0.0] * MiniLMEmbedder.dimension
+        return [
+            [self.a * x for x in mini[i]] + [self.b * x for x in e5[i]] if i in mini else zero + e5[i]
+            for i in range(len(texts))
+        ]
 
 
 class _Named:
