@@ -1,6 +1,6 @@
 """Recall and store latency of the light mode and the default, interleaved call by call (issue 16).
 
-    .venv/bin/python bench/recall_latency_paired.py --cache /tmp/rc --size 10000
+    .venv/bin/python bench/recall_latency_paired.py --cache /tmp/rc --size 10000 [--sequential-pair] [--filtered-tags]
 
 On a shared machine whose load changes from minute to minute, timing one configuration after the other
 compares two different machines. Here both stores are filled first (the bulk method of ``recall_latency.py``:
@@ -8,6 +8,11 @@ real vectors of the labeled set and generated memories, repeated with noise), th
 by the light mode and by the default in turn, and every store alternates the same way, through the plugin's
 ``MemoryService`` (no MCP layer). Both therefore see the same load; the ratio is the cost of the pair.
 ``--use`` adds the opt-in ``minilm+use`` as a third, interleaved the same way.
+
+``--sequential-pair`` adds a row: the default's store and service with the pair embedding MiniLM then e5 one
+after the other (as before they ran side by side), swapped in call by call. ``--filtered-tags`` adds one where
+recall asks Chroma for the memories with a named tag by a filtered query every time (``MAX_TAG_WIDTH = 0``, as
+before it looked for them among the nearest memories first).
 """
 
 from __future__ import annotations
@@ -23,9 +28,21 @@ from memory_bench import generate, pct
 from recall_eval import Cache, load_set
 from recall_latency import bulk_vectors
 
-from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, UseEmbedder, UsePairEmbedder, create
+from nexus_memory import retrieval
+from nexus_memory.embedders import (
+    E5Embedder,
+    MiniLMEmbedder,
+    PairEmbedder,
+    UseEmbedder,
+    UsePairEmbedder,
+    create,
+    is_cjk,
+)
 from nexus_memory.service import MemoryService
 from nexus_memory.store import RECIPE, ChromaStore
+
+SEQUENTIAL = "minilm+e5 sequential"
+FILTERED = "minilm+e5 filtered tags"
 
 
 def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
@@ -43,6 +60,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--cache", default=None)
     parser.add_argument("--use", action="store_true", help="also the opt-in minilm+use (bench/recall_models.py)")
+    parser.add_argument("--sequential-pair", action="store_true", help="also time the pair run one model at a time")
+    parser.add_argument("--filtered-tags", action="store_true", help="also time a filtered query for named tags")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
@@ -56,34 +75,69 @@ def main() -> None:
         bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
+        embedders = {n: s.store.embedder for n, s in services.items()}
+        widths = dict.fromkeys(services, retrieval.MAX_TAG_WIDTH)
+        if args.sequential_pair:
+            services[SEQUENTIAL], embedders[SEQUENTIAL] = services["minilm+e5"], _SequentialPair()
+            widths[SEQUENTIAL] = retrieval.MAX_TAG_WIDTH
+        if args.filtered_tags:
+            services[FILTERED], embedders[FILTERED], widths[FILTERED] = services["minilm+e5"], embedders["minilm+e5"], 0
+
+        def use(name: str) -> MemoryService:
+            services[name].store.embedder, retrieval.MAX_TAG_WIDTH = embedders[name], widths[name]
+            return services[name]
+
         times: dict[str, dict[str, list[float]]] = {n: {"recall": [], "store": []} for n in services}
         for q in queries[:5]:
-            for s in services.values():
-                s.recall(q.text, 5, None, None, None)
+            for n in services:
+                use(n).recall(q.text, 5, None, None, None)
         for q in queries:
-            for n, s in services.items():
+            for n in services:
+                s = use(n)
                 t0 = time.perf_counter()
                 s.recall(q.text, 5, None, None, None)
                 times[n]["recall"].append((time.perf_counter() - t0) * 1000)
         for i, q in enumerate(queries[:100]):
-            for n, s in services.items():
+            for n in services:
+                s = use(n)
                 t0 = time.perf_counter()
                 s.store_memory(f"Bench note {i}: {q.text} was fixed.", "bench", [], "note")
                 times[n]["store"].append((time.perf_counter() - t0) * 1000)
-        for s in services.values():
+        for s in set(services.values()):
             s.close()
             s.store.close()
     print(f"\n| {args.size:,} memories | recall p50 / p95 ms | store p50 / p95 ms |\n|---|---|---|")
     for n, t in times.items():
         r, st = t["recall"], t["store"]
         print(f"| {n} | {pct(r, 50):.1f} / {pct(r, 95):.1f} | {pct(st, 50):.1f} / {pct(st, 95):.1f} |")
-    a = times["minilm"]
-    for n in [n for n in times if n != "minilm"]:
-        b = times[n]
+    pairs = [(n, "minilm") for n in ("minilm+e5", "minilm+use") if n in times] + [
+        ("minilm+e5", n) for n in (SEQUENTIAL, FILTERED) if n in times
+    ]
+    for top, bottom in pairs:
+        b, a = times[top], times[bottom]
         for k in ("recall", "store"):
-            p50, p95 = pct(b[k], 50) / pct(a[k], 50), pct(b[k], 95) / pct(a[k], 95)
-            print(f"{k}: {n} / minilm p50 {p50:.2f}x, p95 {p95:.2f}x")
+            print(
+                f"{k}: {top} / {bottom} p50 {pct(b[k], 50) / pct(a[k], 50):.2f}x, "
+                f"p95 {pct(b[k], 95) / pct(a[k], 95):.2f}x"
+            )
     print(f"load average at the end: {os.getloadavg()}")
+
+
+class _SequentialPair(PairEmbedder):
+    """The pair as it was: MiniLM, then e5, in the caller's thread (the same vectors)."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._join(self.minilm.embed(texts), self.e5.embed(texts))
+
+    def embed_query(self, texts: list[str]) -> list[list[float]]:
+        english = [i for i, t in enumerate(texts) if not is_cjk(t)]
+        mini = dict(zip(english, self.minilm.embed([texts[i] for i in english]), strict=True)) if english else {}
+        e5 = self.e5.embed_query(texts)
+        zero = [0.0] * MiniLMEmbedder.dimension
+        return [
+            [self.a * x for x in mini[i]] + [self.b * x for x in e5[i]] if i in mini else zero + e5[i]
+            for i in range(len(texts))
+        ]
 
 
 class _Named:

@@ -4,6 +4,8 @@ language switch, the embedded-text recipe recorded with the collection, and `nex
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,35 @@ def test_pair_vectors_weigh_minilm_0_3_and_e5_0_7() -> None:
     assert float(np.dot(d, q)) == pytest.approx(expected, abs=1e-4)
     (cjk,) = pair.embed_query([JA_QUERY])  # the language switch: MiniLM's half is zero
     assert not any(cjk[:384]) and pair.query_scale(JA_QUERY) == pytest.approx(math.sqrt(0.7))
+
+
+def test_the_pair_embeds_with_both_models_at_once_and_the_same_vectors() -> None:
+    e5_started, seen = threading.Event(), {}
+
+    class Mini(MiniLMEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            seen["minilm thread"] = threading.get_ident()
+            seen["e5 ran meanwhile"] = e5_started.wait(timeout=20)  # one after the other, e5 would not start
+            return super().embed(texts)
+
+    class E5(E5Embedder):
+        def _vectors(self, texts: Sequence[str], query: bool) -> list[list[float]]:
+            e5_started.set()
+            return super()._vectors(texts, query)
+
+    pair, mini, e5 = PairEmbedder(), MiniLMEmbedder(), E5Embedder()
+    docs, queries = [EN_MEMORY, JA_MEMORY], ["database connection refused", JA_QUERY]
+    expected_docs = [
+        [pair.a * x for x in m] + [pair.b * x for x in e] for m, e in zip(mini.embed(docs), e5.embed(docs), strict=True)
+    ]
+    (q_mini,), q_e5 = mini.embed(queries[:1]), e5.embed_query(queries)
+    expected_queries = [[pair.a * x for x in q_mini] + [pair.b * x for x in q_e5[0]], [0.0] * 384 + q_e5[1]]
+    pair.minilm, pair.other = Mini(), E5()
+    for run, texts, expected in ((pair.embed, docs, expected_docs), (pair.embed_query, queries, expected_queries)):
+        e5_started.clear()
+        seen.clear()
+        assert run(texts) == expected  # exactly, not approximately
+        assert seen["e5 ran meanwhile"] and seen["minilm thread"] != threading.get_ident()
 
 
 async def test_a_japanese_query_finds_the_japanese_and_the_english_memory(memory_host) -> None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
 
 from nexus_memory import retrieval
-from nexus_memory.retrieval import BOOST, CANDIDATES, Candidate, outsider_may_rank
+from nexus_memory.retrieval import BOOST, CANDIDATES, TAG_BOOST, Candidate, TagIndex, outsider_may_rank, tag_width
+from nexus_memory.service import now
+from nexus_memory.store import Record
+from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, store
 
 QUERY = "the nightly build keeps failing with ZX9921"
@@ -62,3 +67,49 @@ def test_the_bound_skips_the_lookup_only_when_no_outsider_can_rank() -> None:
     # Fewer candidates than the limit: anything outside could rank. No exact terms: nothing to look up.
     assert outsider_may_rank(_ranked(sims[:3], [0] * 3, 1), floor=0.85, limit=5, n_terms=1)
     assert not outsider_may_rank(_ranked(sims, [0] * 7, 0), floor=0.7, limit=5, n_terms=0)
+
+
+def test_the_width_holds_the_tagged_memories_wanted_or_leaves_them_to_a_filtered_query() -> None:
+    assert tag_width(15, 0.5) == 45  # 1.5 times the 30 nearest that hold 15 of them, expectedly
+    assert tag_width(15, 0.1) == 0 and tag_width(15, 0.0) == 0  # 225 or more: a filtered query is cheaper
+    index = TagIndex()
+    for tags in (["go"], ["go", "db"], [], ["db"]):
+        index.count(tags)
+    assert index.share(["go"]) == 0.5 and index.share(["go", "db"]) == 1.0 and index.share(["rust"]) == 0.0
+    assert index.named_in("a go question") == ["go"]
+
+
+@pytest.mark.anyio
+async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_finds_them(
+    memory_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = memory_host(embedder="minilm+e5")
+    async with Client(host.server) as client:
+        await store(client, "The office printer needs the blue cable.", "office", ["printer"])
+        st = runtime_of(host).service().store
+        st.tag_index()
+        stamp = now()
+        # Tagged memories that rank among the untagged fillers: 13 of the 15 nearest, 15 of the 18 nearest.
+        texts = [*FILLERS, *(f"Release step {i}: the nightly build was published after the checks." for i in range(60))]
+        records = [
+            Record(str(uuid.uuid4()), text, "insight", "ci", ["jenkins"] if i >= len(FILLERS) else [], stamp, stamp)
+            for i, text in enumerate(texts)
+        ]
+        st.add(records, st.embed_records(records))
+        filtered: list[dict[str, Any]] = []
+        plain_query = st.query
+
+        def query(vector: list[float], n: int, where: dict[str, Any] | None = None) -> Any:
+            if where and "tags" in str(where):
+                filtered.append(where)
+            return plain_query(vector, n, where)
+
+        monkeypatch.setattr(st, "query", query)
+        wide = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
+        assert not filtered  # half the memories have the tag: the nearest 46 hold the 15 wanted
+        monkeypatch.setattr(retrieval, "MAX_TAG_WIDTH", 0)
+        asked = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
+        assert filtered == [{"tags": {"$contains": "jenkins"}}]  # the 15 nearest do not hold 15 with the tag
+        assert [(m["id"], m["score"]) for m in wide["memories"]] == [(m["id"], m["score"]) for m in asked["memories"]]
+        boosted = [m for m in wide["memories"] if m["tags"] == ["jenkins"]]
+        assert boosted and all(m["score"] == pytest.approx(m["similarity"] + TAG_BOOST, abs=2e-4) for m in boosted)

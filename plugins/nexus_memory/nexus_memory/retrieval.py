@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -40,6 +41,10 @@ PENALTY_MARGIN = 10  # extra candidates fetched without exact terms, for those t
 # 0.02-0.15 (0.04: dev recall@5 0.86 -> 0.89; test 0.889 -> 0.899; bench/recall_tune.py). With MiniLM alone the
 # dev half lost a query (0.75 -> 0.74), so the light mode has none (an embedder's ``tag_boost``, default 0).
 TAG_BOOST = 0.04
+# The memories with a tag the query names are looked for among this many nearest memories, fetched by the query
+# for the candidates, when that many hold enough of them: a Chroma query filtered on tags cost 3x a plain one at
+# 10k memories and 6x at 100k; fetching more records costs ~0.05 ms each.
+MAX_TAG_WIDTH = 200
 _ALNUM = re.compile(r"[a-z0-9]+")
 
 _TOKEN = re.compile(r"[^\s,;\"'`<>\[\]{}]+")
@@ -114,8 +119,23 @@ class TagIndex:
     def __init__(self, tags: set[str] | None = None) -> None:
         self.by_word: dict[str, set[str]] = {}
         self.other: set[str] = set()  # tags without a Latin letter or digit (e.g. Japanese ones)
+        # How many memories had each tag, of how many, when counted (new memories add to both; an update or a
+        # delete does not subtract): only how wide recall searches for a tag's memories depends on it.
+        self.uses: Counter[str] = Counter()
+        self.memories = 0
         for tag in tags or ():
             self.add(tag)
+
+    def count(self, tags: list[str]) -> None:
+        """Count one more memory, with these tags."""
+        self.memories += 1
+        for tag in tags:
+            self.add(tag)
+            self.uses[tag] += 1
+
+    def share(self, tags: list[str]) -> float:
+        """About what fraction of the memories has any of ``tags``."""
+        return min(1.0, sum(self.uses[t] for t in tags) / self.memories) if self.memories else 0.0
 
     def add(self, tag: str) -> None:
         words = _ALNUM.findall(tag.lower())
@@ -128,6 +148,13 @@ class TagIndex:
         low = query.lower()
         maybe = {t for w in set(_ALNUM.findall(low)) for t in self.by_word.get(w, ())} | self.other
         return sorted(t for t in maybe if any(names(low, f) for f in tag_forms(t)))
+
+
+def tag_width(wanted: int, share: float) -> int:
+    """How many nearest memories one plain query fetches to hold ``wanted`` with tags ``share`` of the memories
+    have (1.5 times the expected need); 0 when more than ``MAX_TAG_WIDTH`` would be needed (then a filtered query)."""
+    width = math.ceil(1.5 * wanted / share) if share > 0 else MAX_TAG_WIDTH + 1
+    return width if width <= MAX_TAG_WIDTH else 0
 
 
 @dataclass

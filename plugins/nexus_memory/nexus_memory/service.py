@@ -219,18 +219,22 @@ class MemoryService:
         where = where_clause(context, memory_type, clean_tags(tags), include_archived or not by_chroma)
         extra = 0 if by_chroma else len(hidden)
         terms = retrieval.exact_terms(query)
+        gain = tag_boost(self.store.embedder)
+        named = self.store.tag_index().named_in(query) if gain else []
         vector, scale = self.store.embed_query(query)
         # Without exact terms the ranking is the semantic order, moved only by the small penalties.
         n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit + retrieval.PENALTY_MARGIN
-        raw = self.store.query(vector, n + extra, where)
+        wanted = limit + retrieval.PENALTY_MARGIN + extra  # of the memories with a named tag
+        fetched = max(n, retrieval.tag_width(wanted, self.store.tag_index().share(named)) if named else 0)
+        raw = self.store.query(vector, fetched + extra, where)
         complete = len(raw) < n + extra  # every memory the filters allow was returned: none is outside
         semantic = [(r, s / scale) for r, s in raw if r.id not in hidden][:n]
         records = {r.id: r for r, _ in semantic}
         pool = [retrieval.Candidate(r.id, s, retrieval.matched(terms, r.content)) for r, s in semantic]
-        gain = tag_boost(self.store.embedder)
-        named = self.store.tag_index().named_in(query) if gain else []
         if named:  # the nearest memories with a tag the query names, wherever they rank otherwise
-            tagged = self.store.query(vector, limit + retrieval.PENALTY_MARGIN + extra, with_any_tag(where, named))
+            tagged = [(r, s) for r, s in raw if set(named) & set(r.tags)][:wanted]
+            if len(tagged) < wanted and len(raw) == fetched + extra:  # too few among those fetched: ask Chroma
+                tagged = self.store.query(vector, wanted, with_any_tag(where, named))
             self._join(pool, records, [(r, s / scale) for r, s in tagged if r.id not in hidden], terms)
         ranked = self._ranked(pool, records, len(terms), named, gain)
         if not complete and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):

@@ -403,7 +403,10 @@ class ChromaStore:
 
     def tag_index(self) -> TagIndex:
         if self._tags is None:
-            self._tags = TagIndex({t for _, m in self.all_metadata() for t in (m.get("tags") or [])})
+            index = TagIndex()
+            for _, meta in self.all_metadata():
+                index.count(list(meta.get("tags") or []))
+            self._tags = index
         return self._tags
 
     def archived_ids(self) -> set[str]:
@@ -422,6 +425,9 @@ class ChromaStore:
 
     def _add(self, records: list[Record], vectors: list[list[float]]) -> None:
         self._note_tags(records)
+        if self._tags is not None:
+            for r in records:
+                self._tags.count(r.tags)
         self.memories.add(
             ids=[r.id for r in records],
             documents=[r.content for r in records],
