@@ -18,7 +18,7 @@ def test_search_open_edit_tags_and_a_refused_delete(page: Any, console_server: C
     page.fill("input[name=q]", "database migration lock timeout")
     page.click("form[role=search] button[type=submit]")
     first = page.locator("ul.results > li").first
-    first.wait_for()
+    page.locator("ul.results > li .score").first.wait_for()  # the search's results (scored), not the listing
     assert "Alembic migration deadlock" in first.inner_text()
     assert float(first.locator(".score").inner_text().split()[0]) > 0.2  # recall's similarity, shown
     screenshot(page, "memories", tmp_path)
