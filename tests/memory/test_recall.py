@@ -70,8 +70,9 @@ def test_the_bound_skips_the_lookup_only_when_no_outsider_can_rank() -> None:
 
 
 def test_the_width_holds_the_tagged_memories_wanted_or_leaves_them_to_a_filtered_query() -> None:
-    assert tag_width(15, 0.5) == 45  # 1.5 times the 30 nearest that hold 15 of them, expectedly
-    assert tag_width(15, 0.1) == 0 and tag_width(15, 0.0) == 0  # 225 or more: a filtered query is cheaper
+    assert tag_width(15, 0.5, 50_000) == 45  # 1.5 times the 30 nearest that hold 15 of them, expectedly
+    assert tag_width(15, 0.1, 50_000) == 0 and tag_width(15, 0.0, 50_000) == 0  # 225 or more: a filtered query
+    assert tag_width(15, 0.5, 19_999) == 0  # a small collection: the filtered query is cheaper
     index = TagIndex()
     for tags in (["go"], ["go", "db"], [], ["db"]):
         index.count(tags)
@@ -105,6 +106,7 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
             return plain_query(vector, n, where)
 
         monkeypatch.setattr(st, "query", query)
+        monkeypatch.setattr(retrieval, "WIDEN_FROM", 0)  # widened as in a large collection
         wide = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         assert not filtered  # half the memories have the tag: the nearest 46 hold the 15 wanted
         monkeypatch.setattr(retrieval, "MAX_TAG_WIDTH", 0)

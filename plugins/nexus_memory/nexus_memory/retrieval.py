@@ -45,6 +45,9 @@ TAG_BOOST = 0.04
 # for the candidates, when that many hold enough of them: a Chroma query filtered on tags cost 3x a plain one at
 # 10k memories and 6x at 100k; fetching more records costs ~0.05 ms each.
 MAX_TAG_WIDTH = 200
+# A filtered query scans every record's metadata: in a small collection that costs less than fetching a wide
+# list (200 memories: 8.7 against 11.1 ms a recall), at 100k about 10x the plain query (126 against 12.5 ms).
+WIDEN_FROM = 20_000
 _ALNUM = re.compile(r"[a-z0-9]+")
 
 _TOKEN = re.compile(r"[^\s,;\"'`<>\[\]{}]+")
@@ -150,9 +153,12 @@ class TagIndex:
         return sorted(t for t in maybe if any(names(low, f) for f in tag_forms(t)))
 
 
-def tag_width(wanted: int, share: float) -> int:
+def tag_width(wanted: int, share: float, memories: int) -> int:
     """How many nearest memories one plain query fetches to hold ``wanted`` with tags ``share`` of the memories
-    have (1.5 times the expected need); 0 when more than ``MAX_TAG_WIDTH`` would be needed (then a filtered query)."""
+    have (1.5 times the expected need); 0 when more than ``MAX_TAG_WIDTH`` would be needed, or the collection is
+    smaller than ``WIDEN_FROM`` (then a filtered query)."""
+    if memories < WIDEN_FROM:
+        return 0
     width = math.ceil(1.5 * wanted / share) if share > 0 else MAX_TAG_WIDTH + 1
     return width if width <= MAX_TAG_WIDTH else 0
 

@@ -225,7 +225,8 @@ class MemoryService:
         # Without exact terms the ranking is the semantic order, moved only by the small penalties.
         n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit + retrieval.PENALTY_MARGIN
         wanted = limit + retrieval.PENALTY_MARGIN + extra  # of the memories with a named tag
-        fetched = max(n, retrieval.tag_width(wanted, self.store.tag_index().share(named)) if named else 0)
+        index = self.store.tag_index()
+        fetched = max(n, retrieval.tag_width(wanted, index.share(named), index.memories) if named else 0)
         raw = self.store.query(vector, fetched + extra, where)
         complete = len(raw) < n + extra  # every memory the filters allow was returned: none is outside
         semantic = [(r, s / scale) for r, s in raw if r.id not in hidden][:n]
