@@ -4,13 +4,11 @@ No ``from __future__ import annotations`` here: add_entity's category schema lis
 categories, so its annotation is built at registration and must be evaluated where it is written.
 """
 
-from collections.abc import Callable
 from typing import Annotated, Literal
 
-import anyio.to_thread
 from pydantic import Field
 
-from nexus_core import PluginContext
+from nexus_core import Blocking, PluginContext, on_loop, run_nonblocking
 from nexus_graph import analysis, interchange
 from nexus_graph.graph import GraphIndex, GraphStore
 from nexus_graph.models import (
@@ -229,12 +227,18 @@ def register_tools(register, ctx: PluginContext) -> None:
             hits = [_hit(index, h) for h in index.search.search(query, limit)]
             return SearchResult(query=query, hits=hits, total_entities=len(index.entities))
 
-        # A small graph unchanged since the last read is searched right here: the hop to a worker thread
-        # would cost about as much as the search. Anything that may wait or take long goes to a thread.
-        result = store.read_now(search)
-        if result is None:
-            result = await anyio.to_thread.run_sync(_search_reading, store, search)
-        return result
+        def search_settled() -> SearchResult:
+            # A small graph unchanged since the last read is searched on the event loop: the hop to a worker
+            # thread would cost about as much as the search. Anything that may wait or take long: the thread.
+            if on_loop():
+                result = store.read_now(search)
+                if result is None:
+                    raise Blocking("the graph is large, locked or changed since the last read")
+                return result
+            with store.reading() as index:
+                return search(index)
+
+        return await run_nonblocking(search_settled)
 
     def get_entity(id: EntityId) -> EntityDetail:
         """One entity with its relations both ways."""
@@ -377,11 +381,6 @@ def register_tools(register, ctx: PluginContext) -> None:
     register(find_path, title="Find a path", **read)
     register(export_graph, title="Export graph", **read)
     register(get_entropy_report, title="Entropy report", **read)
-
-
-def _search_reading(store: GraphStore, search: Callable[[GraphIndex], SearchResult]) -> SearchResult:
-    with store.reading() as index:
-        return search(index)
 
 
 def _hit(index: GraphIndex, hit: Hit) -> SearchHit:
