@@ -115,3 +115,13 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
         assert [(m["id"], m["score"]) for m in wide["memories"]] == [(m["id"], m["score"]) for m in asked["memories"]]
         boosted = [m for m in wide["memories"] if m["tags"] == ["jenkins"]]
         assert boosted and all(m["score"] == pytest.approx(m["similarity"] + TAG_BOOST, abs=2e-4) for m in boosted)
+
+
+@pytest.mark.anyio
+async def test_the_light_mode_never_builds_the_tag_index(memory_host) -> None:
+    """Only an embedder with a tag boost reads tags at recall: building the index scans every record."""
+    host = memory_host()  # minilm: no tag boost
+    async with Client(host.server) as client:
+        await store(client, "The office printer needs the blue cable.", "office", ["printer"])
+        found = await call(client, "recall_memories", query="which cable does the printer take")
+        assert found["memories"] and runtime_of(host).service().store._tags is None

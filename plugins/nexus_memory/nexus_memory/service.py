@@ -220,13 +220,14 @@ class MemoryService:
         extra = 0 if by_chroma else len(hidden)
         terms = retrieval.exact_terms(query)
         gain = tag_boost(self.store.embedder)
-        named = self.store.tag_index().named_in(query) if gain else []
+        index = self.store.tag_index() if gain else None  # built (a scan of every record) only where it is used
+        named = index.named_in(query) if index is not None else []
         vector, scale = self.store.embed_query(query)
         # Without exact terms the ranking is the semantic order, moved only by the small penalties.
         n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit + retrieval.PENALTY_MARGIN
         wanted = limit + retrieval.PENALTY_MARGIN + extra  # of the memories with a named tag
-        index = self.store.tag_index()
-        fetched = max(n, retrieval.tag_width(wanted, index.share(named), index.memories) if named else 0)
+        width = retrieval.tag_width(wanted, index.share(named), index.memories) if index is not None and named else 0
+        fetched = max(n, width)
         raw = self.store.query(vector, fetched + extra, where)
         complete = len(raw) < n + extra  # every memory the filters allow was returned: none is outside
         semantic = [(r, s / scale) for r, s in raw if r.id not in hidden][:n]
