@@ -244,13 +244,18 @@ def upstream_ambiguous(repo: Path, tmp: Path) -> None:
     git(repo, "branch", "-q", "origin/main", "HEAD")
 
 
+def one_commit(folder: Path, name: str, text: str) -> Path:
+    """A new repository in ``folder`` whose one commit adds the file ``name``."""
+    folder.mkdir()
+    write(folder / name, text)
+    git(folder, "init", "-q")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", name)
+    return folder
+
+
 def submodule(repo: Path, tmp: Path) -> None:
-    lib = tmp / "lib"
-    lib.mkdir()
-    write(lib / "lib.txt", "lib\n")
-    git(lib, "init", "-q")
-    git(lib, "add", "-A")
-    git(lib, "commit", "-qm", "lib")
+    lib = one_commit(tmp / "lib", "lib.txt", "lib\n")
     git(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(lib), "vendor/lib")
     git(repo, "commit", "-qm", "Add a submodule")
     write(repo / "vendor" / "lib" / "lib.txt", "lib 2\n")
@@ -272,12 +277,7 @@ def submodule_ignored_by_gitmodules(repo: Path, tmp: Path) -> None:
 
 
 def gitlink_without_gitmodules(repo: Path, tmp: Path) -> None:
-    nested = repo / "nested"
-    nested.mkdir()
-    write(nested / "n.txt", "n\n")
-    git(nested, "init", "-q")
-    git(nested, "add", "-A")
-    git(nested, "commit", "-qm", "n")
+    nested = one_commit(repo / "nested", "n.txt", "n\n")
     git(repo, "add", "nested")  # a gitlink, with no .gitmodules
     git(repo, "commit", "-qm", "gitlink")
     write(nested / "n.txt", "n 2\n")
