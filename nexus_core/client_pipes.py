@@ -23,13 +23,14 @@ import json
 import logging
 import os
 import stat
+from collections import deque
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
 from anyio.abc import SocketStream
-from mcp.server.runner import serve_dual_era_loop
+from mcp.server.runner import serve_dual_era_loop, serve_loop
 from mcp.shared.message import SessionMessage
 
 from nexus_core.transports import error_for
@@ -37,6 +38,11 @@ from nexus_core.transports import error_for
 log = logging.getLogger("nexus")
 
 REPLAY_ID = "nexus-relay-replay"
+# The SDK's answer (in its handshake-era loop) to a 2026-07-28 request on a handshake-era connection.
+MIXED = (
+    "this connection serves the handshake protocol era; "
+    "requests carrying the 2026-07-28 envelope are not accepted on it"
+)
 DRAIN_TIMEOUT = 60.0  # seconds answers may still take once the client has closed its input
 
 
@@ -64,17 +70,17 @@ class ClientPipes:
             if pollable:
                 os.set_blocking(fd, False)
         self._writing = anyio.Lock(fast_acquire=True)  # one answer's bytes at a time; no checkpoint when free
+        incoming, outgoing = _Incoming(self), _Outgoing(self)
+        options = {"lifespan_state": state, "init_options": lowlevel.create_initialization_options()}
         try:
             async with anyio.create_task_group() as tg:
                 if self.relay is not None:
                     tg.start_soon(self._watch_relay, tg.cancel_scope)
-                await serve_dual_era_loop(
-                    lowlevel,
-                    _Incoming(self),
-                    _Outgoing(self),
-                    lifespan_state=state,
-                    init_options=lowlevel.create_initialization_options(),
-                )
+                if await incoming.opens_modern():
+                    await serve_dual_era_loop(lowlevel, incoming, outgoing, **options)
+                else:  # the handshake era, decided here: the SDK's loop for it, without a task relaying every message
+                    incoming.legacy = True
+                    await serve_loop(lowlevel, incoming, outgoing, **options)
                 tg.cancel_scope.cancel()
             if self.client_closed:
                 await self._note({"bye": True})
@@ -202,21 +208,45 @@ class ClientPipes:
 
 class _Incoming:
     """The SDK's read stream: each ``receive`` reads the client's pipe itself (no reader task, no memory
-    stream: two fewer hand-offs a request); a line that is not JSON-RPC is answered with an error."""
+    stream: two fewer hand-offs a request); a line that is not JSON-RPC is answered with an error.
+
+    The client's first request decides the protocol era, as in the SDK's ``serve_dual_era_loop``; on a
+    handshake-era connection (``legacy``) a request carrying the 2026-07-28 envelope is refused here with
+    the SDK's own error.
+    """
 
     def __init__(self, pipes: ClientPipes) -> None:
         self._pipes = pipes
         self._closed = False
+        self._held: deque[SessionMessage | Exception] = deque()  # read to find the first request, not received
+        self.legacy = False
+
+    async def opens_modern(self) -> bool:
+        """Whether the client's first request opens a 2026-07-28 session (what came up to it is kept)."""
+        while True:
+            try:
+                item = await self._pipes.next_message()
+            except anyio.EndOfStream:
+                return False
+            self._held.append(item)
+            if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+                return item.message.method != "initialize" and _enveloped(item.message)
 
     async def receive(self) -> SessionMessage:
         while True:
             if self._closed:
                 raise anyio.ClosedResourceError
-            item = await self._pipes.next_message()
-            if not isinstance(item, Exception):
+            item = self._held.popleft() if self._held else await self._pipes.next_message()
+            if isinstance(item, Exception):
+                reply = error_for(item)
+            elif self.legacy and isinstance(item.message, types.JSONRPCRequest) and _enveloped(item.message):
+                reply = types.JSONRPCError(
+                    jsonrpc="2.0", id=item.message.id, error=types.ErrorData(code=types.INVALID_REQUEST, message=MIXED)
+                )
+            else:
                 return item
             with contextlib.suppress(anyio.BrokenResourceError):
-                await self._pipes.send(SessionMessage(error_for(item)))
+                await self._pipes.send(SessionMessage(reply))
 
     def __aiter__(self) -> _Incoming:
         return self
@@ -263,6 +293,12 @@ class _Outgoing:
 
     async def __aexit__(self, *exc: object) -> None:
         self._closed = True
+
+
+def _enveloped(request: types.JSONRPCRequest) -> bool:
+    """Whether a request (other than ``initialize``) carries the 2026-07-28 per-request envelope."""
+    meta = (request.params or {}).get("_meta") if request.method != "initialize" else None
+    return isinstance(meta, dict) and types.PROTOCOL_VERSION_META_KEY in meta
 
 
 def _write_blocking(fd: int, data: bytes) -> bool:
