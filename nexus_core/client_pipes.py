@@ -18,6 +18,7 @@ into the void.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -71,6 +72,7 @@ class ClientPipes:
         self.client_closed = False
         self._buffer = bytearray(self.pending_input)
         self._gone = False  # a write to the client failed
+        self._readable: _Readable | None = None
 
     async def serve(self, lowlevel: Any, state: Any) -> None:
         """Serve until the client closes its input (then tell the relay ``bye``) or the relay goes away."""
@@ -93,6 +95,8 @@ class ClientPipes:
             if self.client_closed:
                 await self._note({"bye": True})
         finally:
+            if self._readable is not None:
+                self._readable.close()
             for fd in (self.infd, self.outfd):
                 with contextlib.suppress(OSError):
                     os.set_blocking(fd, True)  # the relay (or a terminal) shares these descriptors
@@ -130,8 +134,10 @@ class ClientPipes:
     async def _read_some(self) -> bytes:
         if not self.pollable[self.infd]:  # a regular file: read it in a worker thread
             return await anyio.to_thread.run_sync(os.read, self.infd, 1 << 16)
+        if self._readable is None:
+            self._readable = _Readable(self.infd)
         while True:
-            await anyio.wait_readable(self.infd)
+            await self._readable.wait()
             try:
                 return os.read(self.infd, 1 << 16)
             except BlockingIOError:
@@ -212,6 +218,38 @@ class ClientPipes:
             while await self.relay.receive():
                 pass
         scope.cancel()
+
+
+class _Readable:
+    """Waits until a descriptor is readable. It stays registered with the event loop from one wait to the next
+    (``anyio.wait_readable`` registers and unregisters it every time: two ``epoll_ctl`` calls a request)."""
+
+    def __init__(self, fd: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._fd = fd
+        self._waiter: asyncio.Future[None] | None = None
+        self._registered = False
+
+    async def wait(self) -> None:
+        if not self._registered:
+            self._loop.add_reader(self._fd, self._ready)
+            self._registered = True
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _ready(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        else:  # nobody is waiting: unregister, or a readable descriptor would call back on every turn of the loop
+            self.close()
+
+    def close(self) -> None:
+        if self._registered:
+            self._loop.remove_reader(self._fd)
+            self._registered = False
 
 
 class _Incoming:
