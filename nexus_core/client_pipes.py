@@ -154,7 +154,7 @@ class ClientPipes:
             if replayed and message.method == "initialize":
                 message = message.model_copy(update={"id": REPLAY_ID})
             elif not replayed:
-                self.in_flight.add(json.dumps(message.id))
+                self.in_flight.add(orjson.dumps(message.id).decode())
                 self._track()
         if not replayed and getattr(message, "method", None) in ("initialize", "notifications/initialized"):
             await self._note({"replay": line.decode()})
@@ -177,7 +177,7 @@ class ClientPipes:
                 self.answered.set()
                 return
         if answer:
-            self.in_flight.discard(json.dumps(message.id))
+            self.in_flight.discard(orjson.dumps(message.id).decode())
             self._track()
             if not self.in_flight:
                 self.answered.set()
@@ -201,7 +201,7 @@ class ClientPipes:
         """The requests in flight, for the relay to answer should this server die: one write, no wake-up."""
         if self.trackfd is None:
             return
-        data = json.dumps(sorted(self.in_flight)).encode()
+        data = orjson.dumps(sorted(self.in_flight))
         with contextlib.suppress(OSError):
             os.pwrite(self.trackfd, len(data).to_bytes(8, "little") + data, 0)
 
