@@ -26,7 +26,6 @@ import anyio
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
@@ -58,7 +57,7 @@ def stdout_to_stderr() -> Iterator[None]:
 
 async def serve_stdio(host: Host) -> None:
     """One client on this process's stdin and stdout (``nexus serve --standalone``)."""
-    from nexus_core.client_pipes import ClientPipes  # it builds on parse_error_replies, below
+    from nexus_core.client_pipes import ClientPipes  # it builds on error_for, below
 
     bind(process_session())  # one client: the one that launched this process
     lowlevel = host.server._lowlevel_server
@@ -99,46 +98,9 @@ async def _stop_on_sigterm(host: Host) -> None:
             os._exit(0)
 
 
-def parse_error_replies(read_stream: Any, write_stream: Any) -> _ParseErrorReplies:
-    """``read_stream`` of a line transport (stdio, the shared server's socket), answering a line that is not
-    JSON-RPC with an error instead of ignoring it."""
-    return _ParseErrorReplies(read_stream, write_stream)
-
-
-class _ParseErrorReplies:
-    def __init__(self, inner: Any, write_stream: Any) -> None:
-        self._inner, self._write = inner, write_stream
-
-    async def receive(self) -> Any:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item
-            await self._write.send(SessionMessage(_error_for(item)))
-
-    def __aiter__(self) -> _ParseErrorReplies:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except Exception as exc:
-            if type(exc).__name__ in ("EndOfStream", "ClosedResourceError"):
-                raise StopAsyncIteration from None
-            raise
-
-    def __getattr__(self, name: str) -> Any:  # close, aclose, last_context, ...
-        return getattr(self._inner, name)
-
-    async def __aenter__(self) -> _ParseErrorReplies:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._inner.aclose()
-
-
-def _error_for(exc: Exception) -> JSONRPCError:
-    """-32700 for a line that is not JSON; -32600 for JSON that is not a valid message, with its id when it has one."""
+def error_for(exc: Exception) -> JSONRPCError:
+    """The answer to a client's line that is not JSON-RPC: -32700 for a line that is not JSON; -32600 for JSON
+    that is not a valid message, with its id when it has one."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     if not errors or any(e["type"] == "json_invalid" for e in errors):
         log.info("stdio: a line that is not JSON")

@@ -133,3 +133,17 @@ class FailingStartup:
     @hookimpl
     def nexus_startup(self) -> None:
         raise ConnectionError("database is down")
+
+
+class TraceReader:
+    """One tool that answers with the OpenTelemetry trace it runs in."""
+
+    @hookimpl
+    def nexus_register_tools(self, register) -> None:
+        def trace_id() -> str:
+            """The current trace id, as 32 hex digits (all zeros outside a trace)."""
+            from opentelemetry import trace
+
+            return format(trace.get_current_span().get_span_context().trace_id, "032x")
+
+        register(trace_id, category="default")

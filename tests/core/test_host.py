@@ -10,7 +10,15 @@ import pytest
 from mcp import Client, MCPError
 
 from nexus_core.errors import NexusError, PluginError
-from tests.core.fakes import BrokenRegistration, Calculator, Echo, FailingStartup, Lifecycle, UndeclaredCategory
+from tests.core.fakes import (
+    BrokenRegistration,
+    Calculator,
+    Echo,
+    FailingStartup,
+    Lifecycle,
+    TraceReader,
+    UndeclaredCategory,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -83,6 +91,18 @@ async def test_argument_validation_and_tool_errors_are_readable_results(make_hos
     assert failed.is_error and "the disk is full" in failed.content[0].text
     assert unknown.is_error and "Unknown tool: nope" in unknown.content[0].text
     assert still_serving.structured_content == {"total": 2}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_clients_trace_context_reaches_the_tool_with_no_tracer_configured(make_host, mode: str) -> None:
+    """The SDK's tracing middleware is passed over only when it can change nothing: a traceparent still counts."""
+    host = make_host({"tracer": TraceReader()})
+    parent = "0af7651916cd43dd8448eb211c80319c"
+    async with Client(host.server, mode=mode) as client:
+        traced = await client.call_tool("trace_id", {}, meta={"traceparent": f"00-{parent}-b7ad6b7169203331-01"})
+        untraced = await client.call_tool("trace_id", {})
+    assert traced.structured_content == {"result": parent}
+    assert untraced.structured_content == {"result": "0" * 32}
 
 
 async def test_every_call_is_audited_without_arguments_by_default(make_host, data_dir: Path) -> None:

@@ -28,6 +28,11 @@ def nexus_register_tools(register):
         os.write(1, b"raw noise on fd 1\\n")
         return text.upper()
     register(shout, category="default")
+
+    def big() -> int:
+        """A number past 64 bits (JSON has no limit)."""
+        return 2**70
+    register(big, category="default")
 '''
 
 BROKEN_PLUGIN = "import not_a_module_anywhere\n"
@@ -64,6 +69,17 @@ async def test_client_auto_mode_over_stdio(config: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("mode", ["relay", "standalone"])
+async def test_a_2026_client_over_stdio(config: Path, tmp_path: Path, mode: str, isolated_user_dirs: Path) -> None:
+    """The first request opens the 2026-07-28 era (no handshake): the pipes serve it in that era."""
+    command = nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else []))
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(), cwd=tmp_path)
+    async with Client(params, mode="2026-07-28") as client:
+        result = await client.call_tool("shout", {"text": "modern"})
+        assert result.structured_content == {"result": "MODERN"}
+        assert (await client.call_tool("shout", {"text": "again"})).structured_content == {"result": "AGAIN"}
+
+
+@pytest.mark.parametrize("mode", ["relay", "standalone"])
 def test_raw_lines_garbage_unknown_methods_and_stdout_purity(
     config: Path, tmp_path: Path, mode: str, isolated_user_dirs: Path
 ) -> None:
@@ -83,6 +99,17 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(
         {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": "not an object"},
         {"jsonrpc": "2.0", "id": 2, "method": "no/such/method"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "x"}}},
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "big", "arguments": {}}},
+        {  # a 2026-07-28 request on this handshake-era connection
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {
+                "name": "shout",
+                "arguments": {"text": "y"},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+            },
+        },
     ]
     proc = subprocess.Popen(
         nexus_command("serve", "--config", str(config), *(["--standalone"] if mode == "standalone" else [])),
@@ -99,7 +126,7 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(
             proc.stdin.write(((line if isinstance(line, str) else json.dumps(line)) + "\n").encode())
         proc.stdin.flush()
         replies = {}
-        while {None, 1, 2, 3, 4} - set(replies):  # stdin stays open until every reply is in
+        while {None, 1, 2, 3, 4, 5, 6} - set(replies):  # stdin stays open until every reply is in
             reply = json.loads(proc.stdout.readline())  # every stdout line is JSON-RPC
             replies[reply.get("id")] = reply
         proc.stdin.close()
@@ -111,6 +138,8 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(
     assert replies[2]["error"]["code"] == -32601
     assert replies[4]["error"]["code"] == -32600 and "params" in replies[4]["error"]["message"]
     assert replies[3]["result"]["structuredContent"] == {"result": "X"}  # still serving after the garbage
+    assert replies[6]["result"]["structuredContent"] == {"result": 2**70}
+    assert replies[5]["error"]["code"] == -32600 and "handshake protocol era" in replies[5]["error"]["message"]
     assert stdout_rest == b""
     assert proc.returncode == 0
     if mode == "relay":  # the plugins run in the shared server: what they print is in its log
