@@ -33,10 +33,9 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
-from opentelemetry import propagate, trace
 from pydantic import ValidationError
 
-from nexus_core import __version__
+from nexus_core import __version__, tracing
 from nexus_core.atomic import sweep
 from nexus_core.audit import AuditLog
 from nexus_core.config import NexusConfig, PluginTable, validation_error
@@ -373,7 +372,7 @@ class Host:
             subscriptions=self.live.events,
             middleware=[self.sessions, self.live.track_connections],
         )
-        server.middleware[:] = [_traced_when_it_counts(m) if _is_tracing(m) else m for m in server.middleware]
+        tracing.skip_idle_tracing(server.middleware)
         # Live entries come and go while serving: tell handshake-era clients the lists may change.
         lowlevel = server._lowlevel_server
         lowlevel.create_initialization_options = functools.partial(  # type: ignore[method-assign]
@@ -628,26 +627,6 @@ def _sdk_tool(name: str, spec: ToolSpec) -> Tool:
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = compact(tool.fn_metadata.output_schema, output=True)
     return tool
-
-
-def _is_tracing(middleware: Any) -> bool:
-    return type(middleware).__name__ == "OpenTelemetryMiddleware"  # the SDK's, first in its chain
-
-
-def _traced_when_it_counts(tracing: Any) -> Any:
-    """The SDK's OpenTelemetry middleware (12 us a request), passed over when it can change nothing: no tracer
-    provider is configured (its spans would not record) and the request carries no trace context (traceparent,
-    baggage) that the tool's own outgoing calls would pass on."""
-
-    async def middleware(ctx: Any, call_next: Any) -> Any:
-        meta = ctx.meta
-        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) and (
-            not meta or propagate.get_global_textmap().fields.isdisjoint(meta)
-        ):
-            return await call_next(ctx)
-        return await tracing(ctx, call_next)
-
-    return middleware
 
 
 def _first(results: list[Any]) -> Any:
