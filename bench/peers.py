@@ -413,7 +413,7 @@ class Bench:
         # The relay's shared server lives in these folders: the bench never touches one the user runs.
         xdg = {"XDG_RUNTIME_DIR": "run", "XDG_STATE_HOME": "state", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "xdg"}
         self.nexus_env = server_env() | {key: str(self.work / "xdg" / sub) for key, sub in xdg.items()}
-        self.configs: list[Path] = []
+        self.configs: list[tuple[Path, str]] = []
         self.servers: list[Server] = []
         self.rows: list[Row] = []
         self.scaling: list[Row] = []
@@ -447,9 +447,11 @@ class Bench:
                 server.close()
             except Exception:
                 server.proc.kill()
-        nexus = str(Path(sys.executable).parent / "nexus")
-        while self.configs:  # a relay variant started a shared server for each config: stop it
-            stop = [nexus, "server", "stop", "--config", str(self.configs.pop())]
+        while self.configs:  # a relay variant started a shared server for each config: stop it with its own build
+            # (another build's `nexus` computes another server key and would not find it)
+            config, command = self.configs.pop()
+            argv = nexus_command(command, config)
+            stop = [*argv[: argv.index("serve")], "server", "stop", "--config", str(config)]
             subprocess.run(stop, env=self.nexus_env, capture_output=True, check=False, timeout=60)
 
     def nexus(self, name: str, roots: list[Path], graph: Path, memory: Path) -> dict[str, Server]:
@@ -460,7 +462,7 @@ class Bench:
             if memory.exists():  # a size outside --recall-sizes has no store: the plugin starts an empty one
                 shutil.copytree(memory, store, dirs_exist_ok=True)
             config = nexus_config(self.work, f"{name}-{variant}", roots, graph, store)
-            self.configs.append(config)
+            self.configs.append((config, command))
             servers[variant] = self.spawn(nexus_command(command, config), "read_file", self.nexus_env)
         for server in servers.values():  # measure the served calls, not the start: let the store finish loading
             server.request("tools/call", {"name": "recall_memories", "arguments": {"query": "warm-up"}})
