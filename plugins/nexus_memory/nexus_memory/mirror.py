@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MIRROR_MAX = 2_000  # memories; above, a recall asks Chroma (its index, not a scan of every vector)
 
@@ -30,6 +31,8 @@ class Unsupported(Exception):
 
 def allowed(where: dict[str, Any], metas: Sequence[dict[str, Any]]) -> np.ndarray:
     """Which records' metadata satisfies a Chroma ``where`` (the operators the plugin writes), as a mask."""
+    import numpy as np  # here, not at import: a server that never recalls never loads numpy
+
     if len(where) != 1:  # Chroma reads several keys as $and
         return np.logical_and.reduce([allowed({k: v}, metas) for k, v in where.items()])
     key, cond = next(iter(where.items()))
@@ -56,6 +59,8 @@ class Mirror:
     """Ids, documents, metadata and unit vectors of every memory, in Chroma's order; thread-safe."""
 
     def __init__(self, dimension: int) -> None:
+        import numpy as np
+
         self._lock = threading.Lock()
         self.ids: list[str] = []
         self.documents: list[str] = []
@@ -69,6 +74,8 @@ class Mirror:
 
     def put(self, ids: Sequence[str], documents: Sequence[str], metas: Sequence[dict[str, Any]], vectors: Any) -> None:
         """Add new records at the end, or replace existing ones where they are (as Chroma's upsert does)."""
+        import numpy as np
+
         rows = np.array(vectors, dtype=np.float32, ndmin=2)
         scales = _inverse_norms(rows)
         with self._lock:
@@ -110,6 +117,8 @@ class Mirror:
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, str, dict[str, Any], float]]:
         """The ``n`` records nearest ``vector`` allowed by ``where``, with Chroma's cosine similarity."""
+        import numpy as np
+
         query = np.array(vector, dtype=np.float32)
         query *= _inverse_norms(query[None, :])[0]
         with self._lock:
@@ -133,6 +142,8 @@ class Mirror:
             return [(self.ids[i], self.documents[i], self.metas[i], self._vectors[i].copy()) for i in rows]
 
     def _grow(self, rows: int) -> None:
+        import numpy as np
+
         if rows > len(self._vectors):
             bigger = np.zeros((max(rows, 2 * len(self._vectors), 64), self._vectors.shape[1]), dtype=np.float32)
             bigger[: len(self.ids)] = self._vectors[: len(self.ids)]
@@ -142,5 +153,7 @@ class Mirror:
 
 
 def _inverse_norms(rows: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(rows, axis=1)
     return (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)

@@ -460,7 +460,12 @@ class ChromaStore:
         """Copy records Chroma has just written into the mirror; one that grows past ``MIRROR_MAX`` is dropped."""
         if self._mirror is None:
             return
-        self._mirror.put(ids, documents, metas, vectors)
+        try:
+            self._mirror.put(ids, documents, metas, vectors)
+        except Exception as exc:  # Chroma holds the write: a copy that missed it is dropped, and read again
+            log.warning("memory mirror dropped: %s", one_line(exc))
+            self._mirror = None
+            return
         if len(self._mirror) > MIRROR_MAX:
             self._mirror, self._mirror_off = None, True
 
@@ -482,8 +487,8 @@ class ChromaStore:
         got = self.memories.get(include=["documents", "metadatas", "embeddings"])
         copy = Mirror(int(self.embedder.dimension))
         if got["ids"]:
-            copy.put(got["ids"], [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]],
-                     got["embeddings"])  # fmt: skip
+            documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
+            copy.put(got["ids"], documents, metas, got["embeddings"])
         return copy
 
     def get(self, ids: list[str]) -> dict[str, Record]:
