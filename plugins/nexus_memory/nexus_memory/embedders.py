@@ -149,10 +149,6 @@ class MiniLMEmbedder:
             options.log_severity_level = 3  # onnxruntime warnings would go to stderr on every load
             # Spinning intra-op threads after each run slowed e5's call that follows (bench: 190 -> 152 ms p50).
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            # One thread, as e5 and USE: a query's 8-odd tokens give each matrix product too little work to share,
-            # and beside USE both cores are busy anyway. Same vectors; same wall time at load 4, 13% less CPU
-            # (5.48 -> 4.79 ms a minilm+use query, interleaved).
-            options.intra_op_num_threads = 1
             cls._tokenizer = tokenizer
             cls._session = onnxruntime.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
