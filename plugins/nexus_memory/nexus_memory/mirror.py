@@ -3,7 +3,7 @@
 Each call into embedded Chroma costs ~0.7 ms before any work (a ``count()`` does), and fetching 15 records'
 documents and metadata with a query ~1.4 ms more: at 200 memories the two queries of a recall with a named tag
 cost 3.6 ms, half of the recall, while scoring 200 vectors with numpy takes ~0.05 ms. Up to ``MIRROR_MAX``
-memories the store keeps every record and its unit vector here, in Chroma's order, and answers ``query`` and
+memories the store keeps every record and its vector here, in Chroma's order, and answers ``query`` and
 ``containing`` with Chroma's semantics: cosine similarity on normalised vectors (exact; Chroma's HNSW index is
 exact at this size too, ef_search being 400), case-sensitive substring for ``$contains``, records in insertion
 order for a ``get`` with a limit.
@@ -56,7 +56,7 @@ def allowed(where: dict[str, Any], metas: Sequence[dict[str, Any]]) -> np.ndarra
 
 
 class Mirror:
-    """Ids, documents, metadata and unit vectors of every memory, in Chroma's order; thread-safe."""
+    """Ids, documents, metadata and vectors of every memory, in Chroma's order; thread-safe."""
 
     def __init__(self, dimension: int) -> None:
         import numpy as np
