@@ -104,6 +104,7 @@ async def test_an_old_memory_loses_a_little_rank_until_it_is_recalled(memory_hos
         st = runtime_of(host).service().store
         two_years = (datetime.now(UTC) - timedelta(days=730)).isoformat()
         st.memories.update(ids=[mid], metadatas=[{"updated_at": two_years}])
+        st.close()  # written behind the store: reopened, as a later start finds it (the mirror is read again)
         first = (await call(client, "recall_memories", query=QUERY, limit=1))["memories"][0]
         assert first["similarity"] - first["score"] == pytest.approx(FRESHNESS_PENALTY * 0.75, abs=2e-4)
         recalled_at = await _recalled_at(client, mid)  # written by a worker thread, after the answer

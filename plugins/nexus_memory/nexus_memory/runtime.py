@@ -72,6 +72,7 @@ class Runtime:
             store.embed(["warm-up"])
             store.embed_query("warm-up")
             store.archived_ids()
+            store.mirror()  # a small collection's copy in this process, read before the first recall
             if tag_boost(store.embedder):
                 store.tag_index()  # a scan of every memory's tags: not on the first recall
         except Exception as exc:  # the tools report it on every call; the server serves on

@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 
 from nexus_memory import lock
 from nexus_memory.embedders import Embedder, EmbedderError, create, embed_query, query_scale
+from nexus_memory.mirror import MIRROR_MAX, Mirror, Unsupported
 from nexus_memory.retrieval import TagIndex
 
 log = logging.getLogger("nexus.memory")
@@ -202,6 +203,9 @@ class ChromaStore:
     # The archived ids, so recall can drop them from its candidates: a `where` on `archived` made Chroma filter
     # every record's metadata (recall p50 at 10k: 7.5 ms without it, 25 ms with it; ~180 ms at 100k).
     _archived: set[str] | None = None
+    # A small embedded collection, in this process (see the mirror module); off for a larger one until reopened.
+    _mirror: Mirror | None = None
+    _mirror_off: bool = False
 
     @property
     def backend(self) -> str:
@@ -327,6 +331,7 @@ class ChromaStore:
         self._superseded = None  # a failed write may have undone link changes: reread them
         self._tags = None
         self._archived = None
+        self._mirror, self._mirror_off = None, False
         if client is not None:
             with suppress(Exception):
                 client.close()
@@ -389,6 +394,8 @@ class ChromaStore:
         """Record that these memories were recalled (a metadata merge: nothing else changes)."""
         if ids:
             self.memories.update(ids=ids, metadatas=[{"last_recalled_at": stamp} for _ in ids])
+            if self._mirror is not None:
+                self._mirror.merge_meta(ids, {"last_recalled_at": stamp})
 
     def count(self) -> int:
         return int(self.memories.count())
@@ -398,8 +405,13 @@ class ChromaStore:
             return
         ids = [r.id for r in records]
         self.open()  # first: if the store cannot be opened, nothing was written and nothing needs undoing
-        self._will_undo(lambda: self.memories.delete(ids=ids))
+        self._will_undo(lambda: self._unadd(ids))
         self._add(records, vectors)
+
+    def _unadd(self, ids: list[str]) -> None:
+        self.memories.delete(ids=ids)
+        if self._mirror is not None:
+            self._mirror.drop(ids)
 
     def tag_index(self) -> TagIndex:
         if self._tags is None:
@@ -428,12 +440,9 @@ class ChromaStore:
         if self._tags is not None:
             for r in records:
                 self._tags.count(r.tags)
-        self.memories.add(
-            ids=[r.id for r in records],
-            documents=[r.content for r in records],
-            metadatas=[r.metadata() for r in records],
-            embeddings=vectors,
-        )
+        ids, documents, metas = [r.id for r in records], [r.content for r in records], [r.metadata() for r in records]
+        self.memories.add(ids=ids, documents=documents, metadatas=metas, embeddings=vectors)
+        self._mirrored(ids, documents, metas, vectors)
 
     def replace(self, record: Record, vector: list[float] | None) -> None:
         """Overwrite one memory (its metadata wholesale, so removed tags disappear)."""
@@ -443,9 +452,44 @@ class ChromaStore:
 
     def _upsert(self, record: Record, vector: list[float]) -> None:
         self._note_tags([record])
-        self.memories.upsert(
-            ids=[record.id], documents=[record.content], metadatas=[record.metadata()], embeddings=[vector]
-        )
+        meta = record.metadata()
+        self.memories.upsert(ids=[record.id], documents=[record.content], metadatas=[meta], embeddings=[vector])
+        self._mirrored([record.id], [record.content], [meta], [vector])
+
+    def _mirrored(self, ids: list[str], documents: list[str], metas: list[dict[str, Any]], vectors: Any) -> None:
+        """Copy records Chroma has just written into the mirror; one that grows past ``MIRROR_MAX`` is dropped."""
+        if self._mirror is None:
+            return
+        try:
+            self._mirror.put(ids, documents, metas, vectors)
+        except Exception as exc:  # Chroma holds the write: a copy that missed it is dropped, and read again
+            log.warning("memory mirror dropped: %s", one_line(exc))
+            self._mirror = None
+            return
+        if len(self._mirror) > MIRROR_MAX:
+            self._mirror, self._mirror_off = None, True
+
+    def mirror(self) -> Mirror | None:
+        """Every memory of a small embedded collection, in this process, read on first use; None for a Chroma
+        server (other processes may write to it) or a collection of more than ``MIRROR_MAX`` memories."""
+        if self.chroma_url or self._mirror_off:
+            return None
+        if self._mirror is None:
+            with self.write_lock:  # no write between reading the collection and keeping the copy
+                if self._mirror is None and not self._mirror_off:
+                    self._mirror = self._read_mirror()
+        return self._mirror
+
+    def _read_mirror(self) -> Mirror | None:
+        if self.memories.count() > MIRROR_MAX:
+            self._mirror_off = True
+            return None
+        got = self.memories.get(include=["documents", "metadatas", "embeddings"])
+        copy = Mirror(int(self.embedder.dimension))
+        if got["ids"]:
+            documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
+            copy.put(got["ids"], documents, metas, got["embeddings"])
+        return copy
 
     def get(self, ids: list[str]) -> dict[str, Record]:
         if not ids:
@@ -468,6 +512,8 @@ class ChromaStore:
         records, vectors = self.get(ids), self.vectors(ids)
         self._will_undo(lambda: self._add(list(records.values()), [vectors[i] for i in records]))
         self.memories.delete(ids=list(ids))
+        if self._mirror is not None:
+            self._mirror.drop(ids)
         if self._archived is not None:
             self._archived.difference_update(ids)
 
@@ -475,6 +521,10 @@ class ChromaStore:
         """The ``n`` nearest memories with their cosine similarity, best first."""
         if n <= 0:
             return []
+        mirror = self.mirror()
+        if mirror is not None:
+            with suppress(Unsupported):
+                return [(Record.from_chroma(i, d, m), s) for i, d, m, s in mirror.nearest(vector, n, where)]
         got = self.memories.query(
             query_embeddings=[vector], n_results=n, where=where, include=["documents", "metadatas", "distances"]
         )
@@ -495,6 +545,10 @@ class ChromaStore:
         """
         if not terms:
             return []
+        mirror = self.mirror()
+        if mirror is not None:
+            with suppress(Unsupported):
+                return [(Record.from_chroma(i, d, m), v) for i, d, m, v in mirror.containing(terms, where, limit)]
         clause = {"$contains": terms[0]} if len(terms) == 1 else {"$or": [{"$contains": t} for t in terms]}
         got = self.memories.get(
             where=where, where_document=clause, limit=limit, include=["documents", "metadatas", "embeddings"]

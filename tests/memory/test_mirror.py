@@ -1,0 +1,161 @@
+"""A small embedded collection is searched in process (the mirror): the same results as Chroma's, kept up to date
+by every write, dropped by a failed one, and never used for a Chroma server or past its size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from nexus_memory import store as store_module
+from nexus_memory.embedders import create
+from nexus_memory.mirror import Unsupported, allowed
+from nexus_memory.store import ChromaStore, where_clause, with_any_tag
+from tests.memory.conftest import runtime_of
+from tests.memory.helpers import call, fails, store
+
+LABELED = Path(__file__).parents[2] / "bench" / "memory_recall_set.json"
+
+
+def _no_chroma_reads(st: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every query or get that reaches Chroma's memories collection."""
+    asked: list[str] = []
+    collection = st.memories
+    for name in ("query", "get"):
+        real = getattr(collection, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            asked.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(collection, name, spy)
+    return asked
+
+
+async def _recalled(client: Client, st: ChromaStore, query: str, by_chroma: bool, **args: Any) -> list[Any]:
+    st._mirror_off = by_chroma
+    try:
+        out = await call(client, "recall_memories", query=query, limit=5, **args)
+    finally:
+        st._mirror_off = False
+    return [(m["id"], m["similarity"], m["score"], m["matched_terms"], m["tags"]) for m in out["memories"]]
+
+
+@pytest.mark.anyio
+async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_chroma(
+    memory_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    labeled = json.loads(LABELED.read_text(encoding="utf-8"))
+    host = memory_host(embedder="minilm+use")  # the default: a tag boost, so named tags take a filtered query
+    async with Client(host.server) as client:
+        for m in labeled["memories"]:
+            await store(client, m["content"], m["context"], m["tags"], m["memory_type"])
+        st = runtime_of(host).service().store
+        assert st.mirror() is not None and len(st.mirror()) == len(labeled["memories"])
+        asked = _no_chroma_reads(st, monkeypatch)
+        queries = [q["query"] for q in labeled["queries"]] + ["ECONNREFUSED on 5432", "docker postgres"]
+        for query in queries:
+            asked.clear()
+            mirrored = await _recalled(client, st, query, by_chroma=False)
+            assert asked == []  # answered in process
+            assert mirrored == await _recalled(client, st, query, by_chroma=True), query
+            assert "query" in asked
+        filtered = {"context_filter": "billing-api", "type_filter": "failure", "tag_filter": ["postgres"]}
+        for query in queries[:10]:
+            mirrored = await _recalled(client, st, query, by_chroma=False, **filtered)
+            assert mirrored and mirrored == await _recalled(client, st, query, by_chroma=True, **filtered)
+
+
+@pytest.mark.anyio
+async def test_every_write_reaches_the_mirror(memory_host) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        first = await store(client, "Redis evicted the session keys under memory pressure.", "api", ["redis"])
+        st = runtime_of(host).service().store
+        assert st.mirror() is not None  # read now: the writes below must each update it
+
+        async def same(query: str, **args: Any) -> list[Any]:
+            mirrored = await _recalled(client, st, query, by_chroma=False, **args)
+            assert mirrored == await _recalled(client, st, query, by_chroma=True, **args)
+            return mirrored
+
+        second = await store(client, "Kafka consumers lagged behind after the rebalance.", "jobs", ["kafka"])
+        assert {m[0] for m in await same("redis kafka")} == {first, second}
+        await call(client, "update_memory", memory_id=first, content="Valkey evicted the cache keys.", tags=["valkey"])
+        assert (await same("valkey", tag_filter=["valkey"]))[0][4] == ["valkey"]
+        assert await same("redis", tag_filter=["redis"]) == []  # the removed tag matches nothing any more
+        await call(client, "update_memory", memory_id=second, archived=True)
+        assert await same("kafka lag", context_filter="jobs") == []
+        assert [m[0] for m in await same("kafka lag", context_filter="jobs", include_archived=True)] == [second]
+        third = await store(client, "Kafka lag came back after the broker upgrade.", "jobs", ["kafka"])
+        await call(client, "merge_memories", target_id=third, source_ids=[second])
+        assert [m[0] for m in await same("kafka lag", context_filter="jobs", include_archived=True)] == [third]
+        await call(client, "delete_memory", memory_id=third)
+        assert [m[0] for m in await same("kafka lag")] == [first]
+        service = runtime_of(host).service()
+        service.flush_touches()  # last_recalled_at, written in the background
+        (row,) = [i for i, mid in enumerate(st.mirror().ids) if mid == first]
+        assert st.mirror().metas[row]["last_recalled_at"] == st.get([first])[first].last_recalled_at != ""
+
+
+@pytest.mark.anyio
+async def test_a_failed_write_leaves_nothing_in_the_mirror(memory_host, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        kept = await store(client, "Nginx returned 502 while the upstream restarted.", "edge", ["nginx"])
+        other = await store(client, "Nginx 504 came from the slow health check.", "edge", ["nginx"])
+        st = runtime_of(host).service().store
+        assert st.mirror() is not None
+
+        def full_disk(*args: Any, **kwargs: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+        # The merge rewrites the target (in Chroma and the mirror), then fails to delete the source: all undone.
+        monkeypatch.setattr(st.memories, "delete", full_disk)
+        await fails(client, "merge_memories", target_id=kept, source_ids=[other], content="Nginx: merged notes.")
+        collection, real_add = st.memories, st.memories.add  # reopened after the failure
+
+        def add_then_fail(**kwargs: Any) -> None:
+            real_add(**kwargs)  # Chroma wrote it, then the call failed: the store undoes it
+            full_disk()
+
+        monkeypatch.setattr(collection, "add", add_then_fail)
+        await fails(client, "store_memory", content="Nginx 502 again during the deploy.", context_name="edge")
+        found = await _recalled(client, st, "nginx 502 during the deploy", by_chroma=False)
+        assert found == await _recalled(client, st, "nginx 502 during the deploy", by_chroma=True)
+        assert {m[0] for m in found} == {kept, other} and len(st.mirror()) == 2
+        assert "merged" not in st.mirror().documents[st.mirror().ids.index(kept)]
+
+
+@pytest.mark.anyio
+async def test_no_mirror_past_its_size_or_for_a_chroma_server(memory_host, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(store_module, "MIRROR_MAX", 2)
+    host = memory_host()
+    async with Client(host.server) as client:
+        for i in range(2):
+            await store(client, f"Deploy {i} of the billing worker failed on a missing secret.", "ops", ["deploy"])
+        st = runtime_of(host).service().store
+        assert st.mirror() is not None
+        await store(client, "Deploy 2 of the billing worker failed on a missing secret.", "ops", ["deploy"])
+        assert st.mirror() is None and st._mirror_off  # grew past the size: Chroma's index answers
+        found = await call(client, "recall_memories", query="billing worker deploy secret", limit=5)
+        assert len(found["memories"]) == 3
+    server_store = ChromaStore(tmp_path, "nexus_memories", create("minilm"), chroma_url="http://127.0.0.1:9")
+    assert server_store.mirror() is None  # other processes may write there: never copied
+
+
+def test_where_clauses_are_read_as_chroma_reads_them() -> None:
+    metas = [
+        {"type": "failure", "context": "api", "tags": ["go", "db"], "archived": False},
+        {"type": "insight", "context": "api"},
+        {"type": "failure", "context": "web", "tags": ["db"], "archived": True},
+    ]
+    assert allowed(where_clause("api", "failure", ["db"], False), metas).tolist() == [True, False, False]
+    assert allowed(where_clause(None, None, None, False), metas).tolist() == [True, True, False]  # $ne: no key
+    assert allowed(with_any_tag({"context": "web"}, ["go", "db"]), metas).tolist() == [False, False, True]
+    assert allowed({"type": "failure", "context": "web"}, metas).tolist() == [False, False, True]
+    with pytest.raises(Unsupported):
+        allowed({"created_at": {"$gt": "2024"}}, metas)
