@@ -25,7 +25,7 @@ import logging
 import os
 import stat
 from collections import deque
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import anyio.to_thread
@@ -252,7 +252,25 @@ class _Readable:
             self._registered = False
 
 
-class _Incoming:
+class _Stream:
+    """What the SDK asks of a stream besides reading or writing: closing it, alone or as a context manager."""
+
+    _closed = False
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Incoming(_Stream):
     """The SDK's read stream: each ``receive`` reads the client's pipe itself (no reader task, no memory
     stream: two fewer hand-offs a request); a line that is not JSON-RPC is answered with an error.
 
@@ -303,20 +321,8 @@ class _Incoming:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
-    def close(self) -> None:
-        self._closed = True
 
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> _Incoming:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._closed = True
-
-
-class _Outgoing:
+class _Outgoing(_Stream):
     """The SDK's write stream: ``send`` writes to the client's pipe from the answering task."""
 
     def __init__(self, pipes: ClientPipes) -> None:
@@ -327,18 +333,6 @@ class _Outgoing:
         if self._closed:
             raise anyio.ClosedResourceError
         await self._pipes.send(item)
-
-    def close(self) -> None:
-        self._closed = True
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> _Outgoing:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._closed = True
 
 
 def _line(message: types.JSONRPCMessage) -> bytes:
