@@ -173,14 +173,21 @@ class Replica:
             print(f"  sentences ({key}): {len(flat)} vectors for {len(self.records)} memories", flush=True)
         return self._sent[key]
 
-    def multi(self, m: float, recipe: str, mode: str, min_chars: int = 12) -> np.ndarray:
+    def multi(self, m: float, recipe: str, mode: str, min_chars: int = 12, pool: int = 0) -> np.ndarray:
+        """``pool``: only the ``pool`` best by the plugin's score are re-scored (what a plugin reads vectors for)."""
         sm, su = self.sentence_sims(recipe, min_chars)
         whole = self.fuse(self.m, self.u)
         if mode == "per-vector":  # the pair's cosine of the best whole-or-sentence vector (one fused score)
             best = self.fuse(sm, su)
         else:  # per model: each model's best sentence, then fused
             best = self.fuse(np.maximum(sm, self.m), np.maximum(su, self.u))
-        return whole + m * np.maximum(0.0, best - whole) + self.extra()
+        lift = m * np.maximum(0.0, best - whole)
+        if pool:
+            base = np.where(self.allowed, self.base(), -np.inf)
+            keep = np.zeros_like(lift, dtype=bool)
+            np.put_along_axis(keep, np.argsort(-base, axis=1)[:, :pool], True, axis=1)
+            lift = np.where(keep, lift, 0.0)
+        return whole + lift + self.extra()
 
     # -- pseudo-relevance feedback -------------------------------------------------------------
 
@@ -260,6 +267,10 @@ def variants(rep: Replica) -> dict[str, Callable[[], np.ndarray]]:
         for mode in ("per-vector", "per-model"):
             for m in (0.25, 0.5, 0.75, 1.0):
                 v[f"sent {recipe} {mode} m {m}"] = lambda m=m, r=recipe, mo=mode: rep.multi(m, r, mo)
+    for pool in (15, 30, 50):
+        for m in (0.25, 0.5):
+            for mode in ("per-model", "per-vector"):
+                v[f"sent tags {mode} m {m} pool {pool}"] = lambda m=m, p=pool, mo=mode: rep.multi(m, "tags", mo, pool=p)
     for k in (3, 5, 10):
         for beta in (0.1, 0.2, 0.4):
             v[f"rocchio k {k} b {beta}"] = lambda k=k, b=beta: rep.rocchio(k, b)
@@ -280,11 +291,48 @@ def variants(rep: Replica) -> dict[str, Callable[[], np.ndarray]]:
     return v
 
 
+def small_set(distractors: int) -> tuple[list[Record], list[Query]]:
+    """``bench/memory_recall_set.json`` (60 memories, 72 queries, written before issue 16 and independent of its
+    set) with ``distractors`` generated memories (``memory_bench.generate``), as a second check of a dev choice."""
+    import json
+
+    from memory_bench import generate
+
+    data = json.loads((Path(__file__).parent / "memory_recall_set.json").read_text(encoding="utf-8"))
+    stamp = "2026-06-01T12:00:00+00:00"
+    records = [
+        Record(m["key"], m["content"], m["memory_type"], m["context"], m["tags"], stamp, stamp)
+        for m in data["memories"]
+    ] + generate(distractors, seed=11)
+    queries = [
+        Query(f"s{i}", "small", "all", "en", "en", q["query"], {q["relevant"]}, None, None, None)
+        for i, q in enumerate(data["queries"])
+    ]
+    return records, queries
+
+
+def second_check(cache: Cache, names: list[str]) -> None:
+    """The baseline and ``names`` on the small independent set, without and with 2,000 distractors."""
+    print(f"\n### Second check: bench/memory_recall_set.json (72 queries), R@{TOP} / MRR\n")
+    print("| variant | 60 memories | + 2,000 distractors |\n|---|---|---|")
+    rows: dict[str, list[str]] = {n: [] for n in names}
+    for distractors in (0, 2000):
+        records, queries = small_set(distractors)
+        rep = Replica(records, queries, [], cache)
+        table = variants(rep)
+        for name in names:
+            res = rep.result(table[name]())
+            rows[name].append(f"{res.r5(queries):.3f} / {res.mrr(queries):.3f}")
+    for name, cells in rows.items():
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", default=None)
     parser.add_argument("--dev-only", action="store_true")
     parser.add_argument("--only", default="", help="regex on variant names")
+    parser.add_argument("--second", default="", help="regex: also score these variants on the small set")
     args = parser.parse_args()
     records, queries, _, supersedes = load_set(0)
     rep = Replica(records, queries, supersedes, Cache(args.cache))
@@ -302,6 +350,8 @@ def main() -> None:
             continue
         results[name] = rep.result(fn())
         print(line(name, results[name], dev), flush=True)
+    if args.second:
+        second_check(rep.cache, [n for n in results if n.startswith("baseline") or re.search(args.second, n)])
     if args.dev_only:
         return
 

@@ -79,18 +79,6 @@ def tag_boost(embedder: Embedder) -> float:
     return float(getattr(embedder, "tag_boost", 0.0))
 
 
-def feedback_vector(embedder: Embedder, text: str, query: list[float], top: list[list[float]]) -> list[float] | None:
-    """The query's vector moved towards its best memories' (pseudo-relevance feedback), where the embedder does
-    that for this query (``feedback(text, query, top)``); None elsewhere."""
-    method = getattr(embedder, "feedback", None)
-    return method(text, query, top) if callable(method) and top else None
-
-
-def feedback_depth(embedder: Embedder) -> int:
-    """How many of a query's best memories its vector is moved towards (0: no feedback)."""
-    return int(getattr(embedder, "feedback_k", 0))
-
-
 def is_cjk(text: str) -> bool:
     """A Japanese or Chinese text: two or more kana, hanzi or kanji."""
     return len(_CJK_CHAR.findall(text)) >= 2
@@ -270,12 +258,6 @@ class PairEmbedder:
     dimension = MiniLMEmbedder.dimension + E5Embedder.dimension
     tag_boost = 0.04  # chosen on the labeled set's dev half (see retrieval.TAG_BOOST)
 
-    # Pseudo-relevance feedback (Rocchio) for an English query: each model's half of the query vector moves towards
-    # the mean of its top ``feedback_k`` memories' halves (``q + feedback_beta * mean``, renormalised), and recall
-    # ranks again by the moved vector. Off for this pair (chosen on the dev half for minilm+use only).
-    feedback_k = 0
-    feedback_beta = 0.0
-
     _side_lock = threading.Lock()
     _side: ThreadPoolExecutor | None = None
 
@@ -302,21 +284,6 @@ class PairEmbedder:
             for i in range(len(texts))
         ]
 
-    def feedback(self, text: str, query: list[float], top: list[list[float]]) -> list[float] | None:
-        """``query`` moved towards ``top`` (stored vectors of its best memories), per model; None for a Japanese or
-        Chinese query (its MiniLM half is 0 and the dev half gained nothing from feedback on it)."""
-        if not self.feedback_k or not top or is_cjk(text):
-            return None
-        import numpy as np
-
-        q, mean = np.asarray(query, dtype=np.float64), np.asarray(top, dtype=np.float64).mean(axis=0)
-        split = MiniLMEmbedder.dimension
-        halves = []
-        for part, weight in ((slice(0, split), self.a), (slice(split, None), self.b)):
-            moved = (q[part] + self.feedback_beta * mean[part]) / weight  # the model's own (unit) query + beta * mean
-            halves.append(weight * moved / max(float(np.linalg.norm(moved)), 1e-12))
-        return np.concatenate(halves).astype(np.float32).tolist()
-
     def query_scale(self, text: str) -> float:
         # A CJK query's vector is [0, other]: its cosine with a stored pair vector is sqrt(1 - w) * cos_other.
         return self.b if is_cjk(text) else 1.0
@@ -341,10 +308,6 @@ class UsePairEmbedder(PairEmbedder):
     name = USE_PAIR
     dimension = MiniLMEmbedder.dimension + UseEmbedder.dimension
     tag_boost = 0.04  # the pair's, with which the weight was chosen
-    # Chosen on the labeled set's dev half among k 2-10, beta 0.05-0.4, all queries or English ones
-    # (bench/recall_ideas.py): dev recall@5 0.92 -> 0.94.
-    feedback_k = 3
-    feedback_beta = 0.1
 
     def __init__(self, minilm_weight: float = USE_PAIR_MINILM_WEIGHT) -> None:
         super().__init__(minilm_weight)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from nexus_core import ToolError
 from nexus_memory import retrieval
 from nexus_memory.analysis import NewMemory, knowledge_report, link_suggestion_message, store_analysis, summarize
-from nexus_memory.embedders import feedback_depth, feedback_vector, is_cjk, tag_boost
+from nexus_memory.embedders import tag_boost
 from nexus_memory.models import (
     MEMORY_TYPES,
     ContextSibling,
@@ -251,10 +251,6 @@ class MemoryService:
             ]
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
-        moved = self._feedback(query, vector, ranked)
-        if moved is not None:
-            self._rescore(moved, pool, records, self.store.query(moved, n + extra, where), hidden, terms)
-            ranked = self._ranked(pool, records, len(terms), named, gain)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         self._touch([records[c.id] for c in top])
@@ -270,35 +266,6 @@ class MemoryService:
             for c in top
         ]
         return RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
-
-    def _feedback(self, query: str, vector: list[float], ranked: list[retrieval.Candidate]) -> list[float] | None:
-        """The query vector moved towards its best-ranked memories, where the embedder does feedback."""
-        depth = feedback_depth(self.store.embedder)
-        if not depth or not ranked or is_cjk(query):
-            return None
-        best = self.store.vectors([c.id for c in ranked[:depth]])
-        return feedback_vector(self.store.embedder, query, vector, list(best.values()))
-
-    def _rescore(
-        self,
-        vector: list[float],
-        pool: list[retrieval.Candidate],
-        records: dict[str, Record],
-        near: list[tuple[Record, float]],
-        hidden: set[str],
-        terms: list[str],
-    ) -> None:
-        """Every candidate's similarity to ``vector`` (``near``: its nearest memories, which join the pool)."""
-        import numpy as np
-
-        near = [(r, s) for r, s in near if r.id not in hidden]
-        similarity = {r.id: s for r, s in near}
-        q = np.asarray(vector, dtype=np.float32)
-        others = self.store.vectors([c.id for c in pool if c.id not in similarity])
-        similarity.update({i: float(np.dot(q, np.asarray(v, dtype=np.float32))) for i, v in others.items()})
-        for c in pool:
-            c.similarity = similarity.get(c.id, c.similarity)
-        self._join(pool, records, near, terms)
 
     @staticmethod
     def _join(
