@@ -177,10 +177,9 @@ class Replica:
         """``pool``: only the ``pool`` best by the plugin's score are re-scored (what a plugin reads vectors for)."""
         sm, su = self.sentence_sims(recipe, min_chars)
         whole = self.fuse(self.m, self.u)
-        if mode == "per-vector":  # the pair's cosine of the best whole-or-sentence vector (one fused score)
-            best = self.fuse(sm, su)
-        else:  # per model: each model's best sentence, then fused
-            best = self.fuse(np.maximum(sm, self.m), np.maximum(su, self.u))
+        # per-vector: the pair's cosine of the best sentence vector; per-model: each model's best, then fused
+        per_model = self.fuse(np.maximum(sm, self.m), np.maximum(su, self.u))
+        best = self.fuse(sm, su) if mode == "per-vector" else per_model
         lift = m * np.maximum(0.0, best - whole)
         if pool:
             base = np.where(self.allowed, self.base(), -np.inf)
