@@ -14,8 +14,12 @@ Families (every one keeps the boosts and penalties):
   by the pair's cosine), summed, and put back on the pair's scale (so the boosts keep their size);
 - ``minmax``: the same with min-max over the candidates;
 - ``sent``: multi-vector memories: every sentence of a memory (tags prefixed, as the whole text) is embedded
-  by both models; a memory scores ``max(whole, (1 - m) * whole + m * best sentence)`` or ``whole + m * max(0,
-  best - whole)``;
+  by both models (``tags`` and ``plain``: split after every . ! ? ; even inside ``os.replace``, pieces under 12
+  characters dropped, with and without the tags; ``plugin``: the plugin's own split, ``nexus_memory.store.
+  sentences``, which must score as ``tags``; ``spaced``: a sentence ends only at ". ", with the tags); a
+  memory scores ``whole + m * max(0, best - whole)``, ``best`` the pair's cosine of its best sentence vector
+  (``per-vector``, what the plugin computes) or each model's best cosine, whole text included, summed
+  (``per-model``);
 - ``rocchio``: the query's vector moved towards its top ``k`` memories' (``q + b * mean``), re-scored;
 - ``hub``: hubness correction: a memory's cosine minus ``g`` x its mean cosine to its ``k`` nearest memories
   (a memory that is near everything stops crowding the top);
@@ -53,8 +57,11 @@ _QFORM = re.compile(
 )
 
 
-def sentences(text: str, min_chars: int = 12) -> list[str]:
-    parts = [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+_SPACED = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")  # a sentence ends at ". " (not inside os.replace)
+
+
+def sentences(text: str, min_chars: int = 12, split: re.Pattern[str] = _SENTENCE) -> list[str]:
+    parts = [s.strip() for s in split.split(text) if s and s.strip()]
     return [s for s in parts if len(s) >= min_chars] or [text]
 
 
@@ -150,36 +157,42 @@ class Replica:
 
     # -- multi-vector memories -----------------------------------------------------------------
 
-    def sentence_sims(self, recipe: str, min_chars: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each memory's best sentence cosine per model (MiniLM, USE), for each query."""
+    def sentence_sims(self, recipe: str, min_chars: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each memory's best sentence cosine per model (MiniLM, USE), and its sentence vector of the best pair
+        cosine (what the plugin computes from the concatenated vectors), for each query."""
         key = f"{recipe}/{min_chars}"
         if key not in self._sent:
             parts = []
             for r in self.records:
-                ss = sentences(r.content, min_chars)
-                if recipe == "tags" and r.tags:
+                if recipe == "plugin":  # the plugin's own split (nexus_memory.store.sentences), the whole if none
+                    parts.append(r.parts(RECIPE) or [r.text(RECIPE)])
+                    continue
+                ss = sentences(r.content, min_chars, _SPACED if recipe == "spaced" else _SENTENCE)
+                if recipe in ("tags", "spaced") and r.tags:
                     ss = [", ".join(r.tags) + "\n" + s for s in ss]
                 parts.append(ss)
             flat = [s for p in parts for s in p]
-            best = []
-            for model, q in ((self.mini, self.m_q), (self.use, self.u_q)):
-                sims = q @ self.cache.get(model, flat, False).T
-                out, start = np.empty((len(self.queries), len(self.records))), 0
-                for j, p in enumerate(parts):
-                    out[:, j] = sims[:, start : start + len(p)].max(axis=1)
-                    start += len(p)
-                best.append(out)
-            self._sent[key] = (best[0], best[1])
+            sims = [
+                q @ self.cache.get(model, flat, False).T for model, q in ((self.mini, self.m_q), (self.use, self.u_q))
+            ]
+            pair = self.fuse(sims[0], sims[1])
+            best = [np.empty((len(self.queries), len(self.records))) for _ in range(3)]
+            start = 0
+            for j, p in enumerate(parts):
+                for out, s in zip(best, (sims[0], sims[1], pair), strict=True):
+                    out[:, j] = s[:, start : start + len(p)].max(axis=1)
+                start += len(p)
+            self._sent[key] = (best[0], best[1], best[2])
             print(f"  sentences ({key}): {len(flat)} vectors for {len(self.records)} memories", flush=True)
         return self._sent[key]
 
     def multi(self, m: float, recipe: str, mode: str, min_chars: int = 12, pool: int = 0) -> np.ndarray:
-        """``pool``: only the ``pool`` best by the plugin's score are re-scored (what a plugin reads vectors for)."""
-        sm, su = self.sentence_sims(recipe, min_chars)
+        """``whole + m * max(0, best - whole)``. ``per-vector``: best = the pair cosine of the best sentence vector
+        (the plugin's); ``per-model``: each model's best (sentence or whole), then summed. ``pool``: only the
+        ``pool`` best by the plugin's score are lifted (the candidates a plugin reads the sentences of)."""
+        sm, su, sf = self.sentence_sims(recipe, min_chars)
         whole = self.fuse(self.m, self.u)
-        # per-vector: the pair's cosine of the best sentence vector; per-model: each model's best, then fused
-        per_model = self.fuse(np.maximum(sm, self.m), np.maximum(su, self.u))
-        best = self.fuse(sm, su) if mode == "per-vector" else per_model
+        best = sf if mode == "per-vector" else self.fuse(np.maximum(sm, self.m), np.maximum(su, self.u))
         lift = m * np.maximum(0.0, best - whole)
         if pool:
             base = np.where(self.allowed, self.base(), -np.inf)
@@ -266,6 +279,9 @@ def variants(rep: Replica) -> dict[str, Callable[[], np.ndarray]]:
         for mode in ("per-vector", "per-model"):
             for m in (0.25, 0.5, 0.75, 1.0):
                 v[f"sent {recipe} {mode} m {m}"] = lambda m=m, r=recipe, mo=mode: rep.multi(m, r, mo)
+    for m in (0.25, 0.5):
+        v[f"sent plugin per-vector m {m}"] = lambda m=m: rep.multi(m, "plugin", "per-vector")
+        v[f"sent spaced per-vector m {m}"] = lambda m=m: rep.multi(m, "spaced", "per-vector")
     for pool in (15, 30, 50):
         for m in (0.25, 0.5):
             for mode in ("per-model", "per-vector"):
