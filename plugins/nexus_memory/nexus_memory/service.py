@@ -251,6 +251,12 @@ class MemoryService:
             ]
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
+        best = self.store.best_parts(vector, [c.id for c in pool])
+        if best:  # the sentences recipe: a memory's best sentence may be nearer the query than its whole text
+            for c in pool:
+                sentence = best.get(c.id, -2.0) / scale
+                c.part_lift = retrieval.PART_WEIGHT * max(0.0, sentence - c.similarity)
+            ranked = retrieval.rank(pool, len(terms))
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         self._touch([records[c.id] for c in top])

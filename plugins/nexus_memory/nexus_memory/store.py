@@ -3,7 +3,10 @@
 Two collections: ``<collection>`` (one record per memory: content as the
 document, the embedding, type/context/tags/times as metadata) and
 ``<collection>_links`` (one record per link, with a constant 1-d vector since
-Chroma requires one). Both are opened with ``embedding_function=None``: every
+Chroma requires one). A collection made with the sentences recipe has a third,
+``<collection>_parts``: one vector per sentence of each memory of two or more
+sentences (id ``<memory id>#<n>``), which recall reads for its candidates.
+All are opened with ``embedding_function=None``: every
 vector is computed by the plugin's embedder and passed in, so Chroma never
 tries to download its default model. The embedder's name and dimension, and
 the recipe of the embedded text, are written in the collection's metadata. A
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,10 +44,28 @@ PAGE = 5000  # records per Chroma get when reading a whole collection
 HNSW = {"space": "cosine", "ef_search": 400, "ef_construction": 300, "max_neighbors": 32}
 # What is embedded for a memory. Tags first, so MiniLM's 256-token truncation cannot drop them (tags added 0.05
 # recall@5 on the labeled set's dev half); the project's name in the text cost recall. Collections made before
-# the recipe was recorded embedded the content alone.
-RECIPE = "tags+content"
+# the recipe was recorded embedded the content alone. The sentences recipe also embeds each sentence (tags first)
+# of a memory of two or more sentences as extra vectors: a question often matches one sentence of a longer memory
+# (bench/recall_ideas.py; retrieval.PART_WEIGHT).
+RECIPE = "tags+content+sentences"
+TAGS_RECIPE = "tags+content"
 LEGACY_RECIPE = "content"
-RECIPES = (RECIPE, LEGACY_RECIPE)
+RECIPES = (RECIPE, TAGS_RECIPE, LEGACY_RECIPE)
+MAX_PARTS = 8  # sentence vectors per memory; the sentences after the 7th share the 8th
+MIN_SENTENCE = 12  # characters: a shorter piece ("Fixed.", "v2.") joins no vector of its own
+# A piece ends after . ! ? ; (also inside os.replace: the pieces shorter than MIN_SENTENCE are dropped) or a CJK
+# full stop, or at a line break. Ending a sentence only at ". " (white space after) lost a dev query (0.92 ->
+# 0.91, MRR 0.811 -> 0.800; bench/recall_ideas.py, "sent spaced").
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+
+
+def sentences(content: str) -> list[str]:
+    """The content's sentences of ``MIN_SENTENCE`` characters or more (the shorter ones are dropped), at most
+    ``MAX_PARTS`` (the rest joined into the last); none when there are fewer than two: the whole text is one."""
+    found = [s.strip() for s in _SENTENCE_END.split(content) if s and len(s.strip()) >= MIN_SENTENCE]
+    if len(found) > MAX_PARTS:
+        found = [*found[: MAX_PARTS - 1], " ".join(found[MAX_PARTS - 1 :])]
+    return found if len(found) >= 2 else []
 
 
 class StoreError(Exception):
@@ -87,9 +109,16 @@ class Record:
 
     def text(self, recipe: str = RECIPE) -> str:
         """What the embedder reads for this memory under ``recipe``."""
-        if recipe == RECIPE and self.tags:
+        if recipe in (RECIPE, TAGS_RECIPE) and self.tags:
             return ", ".join(self.tags) + "\n" + self.content
         return self.content
+
+    def parts(self, recipe: str = RECIPE) -> list[str]:
+        """The extra texts embedded for this memory under ``recipe``: each sentence, tags first (see ``text``)."""
+        if recipe != RECIPE:
+            return []
+        prefix = ", ".join(self.tags) + "\n" if self.tags else ""
+        return [prefix + s for s in sentences(self.content)]
 
     @classmethod
     def from_chroma(cls, id: str, document: str | None, meta: dict[str, Any] | None) -> Record:
@@ -147,6 +176,11 @@ def collection_metadata(embedder: Embedder, recipe: str) -> dict[str, Any]:
     return {"nexus_embedder": embedder.name, "nexus_dimension": int(embedder.dimension), "nexus_text": recipe}
 
 
+def part_ids(ids: Iterable[str]) -> list[str]:
+    """Every id a sentence vector of these memories may have."""
+    return [f"{i}#{n}" for i in ids for n in range(MAX_PARTS)]
+
+
 def link_id(source: str, relation: str, target: str) -> str:
     return f"{source}|{relation}|{target}"
 
@@ -196,6 +230,10 @@ class ChromaStore:
     _client: Any = None
     _memories: Any = None
     _links: Any = None
+    _parts: Any = None  # the sentence vectors (the sentences recipe only), opened on first use
+    # Sentence vectors computed by embed_records, by text, until a write stores them (embedding happens before
+    # the write lock is taken; a write that finds none here embeds them itself).
+    _part_vectors: dict[str, list[float]] = field(default_factory=dict)
     _journal: list[Callable[[], None]] | None = None  # the inverses of the writes of the current atomic() block
     _pending_undo: list[Callable[[], None]] = field(default_factory=list)  # inverses that could not run yet
     _superseded: dict[str, set[str]] | None = None  # target -> the memories that supersede it (from the links)
@@ -328,6 +366,7 @@ class ChromaStore:
     def close(self) -> None:
         """Release the client (the lock on an embedded folder stays with the process)."""
         client, self._client, self._memories, self._links = self._client, None, None, None
+        self._parts = None
         self._superseded = None  # a failed write may have undone link changes: reread them
         self._tags = None
         self._archived = None
@@ -382,8 +421,89 @@ class ChromaStore:
         return self.embedder.embed(texts)
 
     def embed_records(self, records: list[Record]) -> list[list[float]]:
+        """The records' vectors; their sentence vectors (sentences recipe) are kept for the write that follows."""
         self.open()
-        return self.embedder.embed([r.text(self.recipe) for r in records])
+        texts = [r.text(self.recipe) for r in records]
+        parts = list(dict.fromkeys(p for r in records for p in r.parts(self.recipe) if p not in self._part_vectors))
+        vectors = self.embedder.embed(texts + parts)
+        if len(self._part_vectors) > 4096:  # computed for writes that never happened (refused, failed)
+            self._part_vectors.clear()
+        self._part_vectors.update(zip(parts, vectors[len(texts) :], strict=True))
+        return vectors[: len(texts)]
+
+    @property
+    def has_parts(self) -> bool:
+        """Whether the collection keeps sentence vectors (made with the sentences recipe)."""
+        self.open()
+        return self.recipe == RECIPE
+
+    @property
+    def parts(self) -> Any:
+        if self._parts is None:
+            if self._client is None:  # not open() alone: an undo run by open() (holding its lock) comes here too
+                self.open()
+            try:
+                self._parts = self._client.get_or_create_collection(
+                    f"{self.collection_name}_parts", embedding_function=None, metadata={"nexus_kind": "parts"}
+                )
+            except Exception as exc:
+                raise StoreError(f"cannot open {self._where}: {one_line(exc)}") from exc
+        return self._parts
+
+    def best_parts(self, vector: Sequence[float], ids: list[str]) -> dict[str, float]:
+        """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
+        if not ids or not self.has_parts:
+            return {}
+        import numpy as np
+
+        got = self.parts.get(ids=part_ids(ids), include=["embeddings"])
+        if not got["ids"]:
+            return {}
+        dots = np.asarray(got["embeddings"], dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
+        best: dict[str, float] = {}
+        for pid, dot in zip(got["ids"], dots.tolist(), strict=True):
+            memory = pid.rpartition("#")[0]
+            best[memory] = max(dot, best.get(memory, -2.0))
+        return best
+
+    def _add_parts(self, records: list[Record]) -> None:
+        """Store the sentence vectors of these records (sentences recipe; the memories are written already)."""
+        if self.recipe != RECIPE:
+            return
+        ids, texts = [], []
+        for r in records:
+            for n, text in enumerate(r.parts(self.recipe)):
+                ids.append(f"{r.id}#{n}")
+                texts.append(text)
+        if not ids:
+            return
+        vectors: dict[str, list[float]] = {}
+        for text in dict.fromkeys(texts):
+            vector = self._part_vectors.pop(text, None)
+            if vector is not None:
+                vectors[text] = vector
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        if missing:
+            vectors.update(zip(missing, self.embedder.embed(missing), strict=True))
+        self._put_parts({"ids": ids, "embeddings": [vectors[t] for t in texts]})
+
+    def _put_parts(self, got: dict[str, Any]) -> None:
+        if len(got["ids"]):
+            self.parts.add(ids=list(got["ids"]), embeddings=[list(map(float, v)) for v in got["embeddings"]])
+
+    def _parts_of(self, ids: list[str]) -> dict[str, Any]:
+        """These memories' stored sentence vectors, as Chroma's get() gives them (to undo a change)."""
+        if self.recipe != RECIPE:
+            return {"ids": [], "embeddings": []}
+        return self.parts.get(ids=part_ids(ids), include=["embeddings"])
+
+    def _delete_parts(self, ids: list[str]) -> None:
+        if self.recipe == RECIPE and ids:
+            self.parts.delete(ids=part_ids(ids))
+
+    def _restore_parts(self, ids: list[str], got: dict[str, Any]) -> None:
+        self._delete_parts(ids)
+        self._put_parts(got)
 
     def embed_query(self, query: str) -> tuple[list[float], float]:
         """The query's vector, and what its similarities are divided by to stay cosines."""
@@ -406,6 +526,7 @@ class ChromaStore:
         ids = [r.id for r in records]
         self.open()  # first: if the store cannot be opened, nothing was written and nothing needs undoing
         self._will_undo(lambda: self._unadd(ids))
+        self._will_undo(lambda: self._delete_parts(ids))
         self._add(records, vectors)
 
     def _unadd(self, ids: list[str]) -> None:
@@ -435,7 +556,7 @@ class ChromaStore:
             for r in records:
                 (self._archived.add if r.archived else self._archived.discard)(r.id)
 
-    def _add(self, records: list[Record], vectors: list[list[float]]) -> None:
+    def _add(self, records: list[Record], vectors: list[list[float]], with_parts: bool = True) -> None:
         self._note_tags(records)
         if self._tags is not None:
             for r in records:
@@ -443,12 +564,19 @@ class ChromaStore:
         ids, documents, metas = [r.id for r in records], [r.content for r in records], [r.metadata() for r in records]
         self.memories.add(ids=ids, documents=documents, metadatas=metas, embeddings=vectors)
         self._mirrored(ids, documents, metas, vectors)
+        if with_parts:
+            self._add_parts(records)
 
     def replace(self, record: Record, vector: list[float] | None) -> None:
         """Overwrite one memory (its metadata wholesale, so removed tags disappear)."""
         old, old_vector = self.get([record.id])[record.id], self.vectors([record.id])[record.id]
         self._will_undo(lambda: self._upsert(old, old_vector))
         self._upsert(record, vector if vector is not None else old_vector)
+        if old.parts(self.recipe) != record.parts(self.recipe):
+            old_parts = self._parts_of([record.id])
+            self._will_undo(lambda: self._restore_parts([record.id], old_parts))
+            self._delete_parts([record.id])
+            self._add_parts([record])
 
     def _upsert(self, record: Record, vector: list[float]) -> None:
         self._note_tags([record])
@@ -509,11 +637,13 @@ class ChromaStore:
     def delete(self, ids: list[str]) -> None:
         if not ids:
             return
-        records, vectors = self.get(ids), self.vectors(ids)
-        self._will_undo(lambda: self._add(list(records.values()), [vectors[i] for i in records]))
+        records, vectors, parts = self.get(ids), self.vectors(ids), self._parts_of(ids)
+        self._will_undo(lambda: self._add(list(records.values()), [vectors[i] for i in records], with_parts=False))
+        self._will_undo(lambda: self._put_parts(parts))
         self.memories.delete(ids=list(ids))
         if self._mirror is not None:
             self._mirror.drop(ids)
+        self._delete_parts(list(ids))
         if self._archived is not None:
             self._archived.difference_update(ids)
 

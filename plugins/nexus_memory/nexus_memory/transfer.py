@@ -177,12 +177,15 @@ def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force:
         return 0
     client, name = store._client, store.collection_name
     fresh_name, old_name = f"{name}_reindex", f"{name}_pre_reindex"
-    for leftover in (fresh_name, old_name):  # from a run that was interrupted
-        if leftover in {c.name for c in client.list_collections()}:
+    parts_name, fresh_parts_name, old_parts_name = f"{name}_parts", f"{name}_parts_reindex", f"{name}_parts_pre_reindex"
+    existing = {c.name for c in client.list_collections()}
+    for leftover in (fresh_name, old_name, fresh_parts_name, old_parts_name):  # from a run that was interrupted
+        if leftover in existing:
             raise StoreError(f"collection '{leftover}' exists (an interrupted reindex?): check it, then delete it")
     fresh = client.create_collection(
         fresh_name, embedding_function=None, configuration={"hnsw": HNSW}, metadata=collection_metadata(target, RECIPE)
     )
+    fresh_parts = client.create_collection(fresh_parts_name, embedding_function=None, metadata={"nexus_kind": "parts"})
     done = 0
     try:
         with _progress(store.count(), "reindex", progress) as bar:
@@ -190,24 +193,39 @@ def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force:
                 records = [
                     Record.from_chroma(*row) for row in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
                 ]
-                vectors = target.embed([r.text(RECIPE) for r in records])
-                fresh.add(
-                    ids=[r.id for r in records],
-                    documents=[r.content for r in records],
-                    metadatas=[r.metadata() for r in records],
-                    embeddings=vectors,
-                )
+                _reembed(records, target, fresh, fresh_parts)
                 done += len(records)
                 bar.update(len(records))
     except BaseException:
-        client.delete_collection(fresh_name)  # the old collection is untouched
+        client.delete_collection(fresh_name)  # the old collections are untouched
+        client.delete_collection(fresh_parts_name)
         raise
     store.memories.modify(name=old_name)
     fresh.modify(name=name)
+    if parts_name in existing:
+        client.get_collection(parts_name).modify(name=old_parts_name)
+    fresh_parts.modify(name=parts_name)
     client.delete_collection(old_name)
+    if parts_name in existing:
+        client.delete_collection(old_parts_name)
     store.close()
     store.embedder, store.recipe = target, RECIPE
     return done
+
+
+def _reembed(records: list[Record], target: Embedder, memories: Any, parts: Any) -> None:
+    """Embed ``records`` with ``target`` on today's recipe into the ``memories`` and ``parts`` collections."""
+    texts = [r.text(RECIPE) for r in records]
+    part_ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(RECIPE)))]
+    vectors = target.embed(texts + [p for r in records for p in r.parts(RECIPE)])
+    memories.add(
+        ids=[r.id for r in records],
+        documents=[r.content for r in records],
+        metadatas=[r.metadata() for r in records],
+        embeddings=vectors[: len(texts)],
+    )
+    if part_ids:
+        parts.add(ids=part_ids, embeddings=vectors[len(texts) :])
 
 
 def _configured_from(config_path: str | None) -> tuple[Any, Any]:
