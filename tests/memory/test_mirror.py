@@ -41,7 +41,13 @@ async def _recalled(client: Client, st: ChromaStore, query: str, by_chroma: bool
         out = await call(client, "recall_memories", query=query, limit=5, **args)
     finally:
         st._mirror_off = False
-    return [(m["id"], m["similarity"], m["score"], m["matched_terms"], m["tags"]) for m in out["memories"]]
+    # Scores are rounded to 4 places: the mirror's float32 cosines agree with Chroma's to ~4e-7, which can round
+    # either way, so they are compared to the 4th place, the rest exactly.
+    return [
+        (m["id"], pytest.approx(m["similarity"], abs=1.1e-4), pytest.approx(m["score"], abs=1.1e-4))
+        + (m["matched_terms"], m["tags"])
+        for m in out["memories"]
+    ]
 
 
 @pytest.mark.anyio
