@@ -44,10 +44,12 @@ async def _recalled(client: Client, st: ChromaStore, query: str, by_chroma: bool
     # Scores are rounded to 4 places: the mirror's float32 cosines agree with Chroma's to ~4e-7, which can round
     # either way, so they are compared to the 4th place, the rest exactly.
     return [
-        (m["id"], pytest.approx(m["similarity"], abs=1.1e-4), pytest.approx(m["score"], abs=1.1e-4))
-        + (m["matched_terms"], m["tags"])
-        for m in out["memories"]
+        (m["id"], _near(m["similarity"]), _near(m["score"]), m["matched_terms"], m["tags"]) for m in out["memories"]
     ]
+
+
+def _near(score: float) -> Any:
+    return pytest.approx(score, abs=1.1e-4)
 
 
 @pytest.mark.anyio
