@@ -454,6 +454,9 @@ class ChromaStore:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
         if not ids or not self.has_parts:
             return {}
+        mirror = self.mirror()
+        if mirror is not None:
+            return mirror.best_parts(vector, ids)
         import numpy as np
 
         got = self.parts.get(ids=part_ids(ids), include=["embeddings"])
@@ -489,7 +492,10 @@ class ChromaStore:
 
     def _put_parts(self, got: dict[str, Any]) -> None:
         if len(got["ids"]):
-            self.parts.add(ids=list(got["ids"]), embeddings=[list(map(float, v)) for v in got["embeddings"]])
+            vectors = [list(map(float, v)) for v in got["embeddings"]]
+            self.parts.add(ids=list(got["ids"]), embeddings=vectors)
+            if self._mirror is not None:
+                self._mirror.put_parts(list(got["ids"]), vectors)
 
     def _parts_of(self, ids: list[str]) -> dict[str, Any]:
         """These memories' stored sentence vectors, as Chroma's get() gives them (to undo a change)."""
@@ -500,6 +506,8 @@ class ChromaStore:
     def _delete_parts(self, ids: list[str]) -> None:
         if self.recipe == RECIPE and ids:
             self.parts.delete(ids=part_ids(ids))
+            if self._mirror is not None:
+                self._mirror.drop_parts(ids)
 
     def _restore_parts(self, ids: list[str], got: dict[str, Any]) -> None:
         self._delete_parts(ids)
@@ -617,6 +625,9 @@ class ChromaStore:
         if got["ids"]:
             documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
             copy.put(got["ids"], documents, metas, got["embeddings"])
+        if self.recipe == RECIPE:  # the sentence vectors too: best_parts then reads nothing from Chroma
+            for page in self._pages(self.parts, ("embeddings",)):
+                copy.put_parts(page["ids"], page["embeddings"])
         return copy
 
     def get(self, ids: list[str]) -> dict[str, Record]:
@@ -692,9 +703,15 @@ class ChromaStore:
         self, where: dict[str, Any] | None = None, include: tuple[str, ...] = ("metadatas",)
     ) -> Iterable[dict[str, Any]]:
         """Every record (matching ``where``) in pages, as Chroma's get() dicts."""
+        return self._pages(self.memories, include, where)
+
+    @staticmethod
+    def _pages(
+        collection: Any, include: tuple[str, ...], where: dict[str, Any] | None = None
+    ) -> Iterable[dict[str, Any]]:
         offset = 0
         while True:
-            got = self.memories.get(where=where, limit=PAGE, offset=offset, include=list(include))
+            got = collection.get(where=where, limit=PAGE, offset=offset, include=list(include))
             if not got["ids"]:
                 return
             yield got
