@@ -61,6 +61,7 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
     async with Client(host.server) as client:
         for m in labeled["memories"]:
             await store(client, m["content"], m["context"], m["tags"], m["memory_type"])
+        assert runtime_of(host).service().parts.drain(timeout=120)  # the sentence vectors, written in the background
         st = runtime_of(host).service().store
         assert st.mirror() is not None and len(st.mirror()) == len(labeled["memories"])
         ids = list(st.mirror().ids)
