@@ -39,6 +39,7 @@ class PartsWriter:
         self._hurry = threading.Event()  # skip the delay: drain() waits, close() stops
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._resumed = False
 
     def put(self, ids: Iterable[str]) -> None:
         with self._lock:
@@ -51,8 +52,15 @@ class PartsWriter:
         self._wake.set()
 
     def resume(self) -> None:
-        """Queue the memories a process that stopped first left pending (call it once the store is open)."""
-        pending = self.store.pending_parts()
+        """Queue the memories a process that stopped first left pending (once; the warm-up or the first call)."""
+        if self._resumed:
+            return
+        try:
+            pending = self.store.pending_parts()
+        except Exception as exc:  # tried again at the next call
+            log.warning("memory: cannot look for pending sentence vectors: %s", one_line(exc))
+            return
+        self._resumed = True
         if pending:
             log.info("memory: %d memories' sentence vectors still to write", len(pending))
             self.put(pending)

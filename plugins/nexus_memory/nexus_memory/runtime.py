@@ -96,7 +96,9 @@ class Runtime:
             # half-initialised (ImportError), and the model must load once.
             self._warm_up.join()
         try:
-            return fn(self.service())
+            result = fn(self.service())
+            self.service().parts.resume()  # without a warm-up: at the first call
+            return result
         except ToolError:
             raise
         except (EmbedderError, StoreError) as exc:
