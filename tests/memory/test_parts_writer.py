@@ -17,6 +17,7 @@ from mcp import Client
 
 from nexus_memory.embedders import MiniLMEmbedder, create
 from nexus_memory.store import ChromaStore, sentences
+from nexus_memory.transfer import reindex
 from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
 from tests.memory.helpers import call, store
 
@@ -80,3 +81,15 @@ async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
         assert sorted(got) == [f"{changed}#0", f"{changed}#1"]  # the old ones skipped, the new ones written
         assert all(np.allclose(got[f"{changed}#{n}"], v, atol=1e-5) for n, v in enumerate(expected))
         assert (await call(client, "get_stats"))["parts_pending"] == 0
+
+
+async def test_a_stopped_server_leaves_its_pending_memory_marked_and_reindex_writes_it(memory_host) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        service = runtime_of(host).service()
+        service.parts.delay = 3600.0  # the server stops first: shutdown must not wait for the queue
+        mid = await store(client, THREE, "ci", ["docker", "ci"])
+        st = service.store
+    assert st.pending_parts() == [mid] and st.parts.count() == 0
+    assert reindex(st, MiniLMEmbedder(), force=True) == 1
+    assert st.pending_parts() == [] and sorted(st.parts.get()["ids"]) == [f"{mid}#{n}" for n in range(3)]

@@ -22,7 +22,7 @@ from nexus_memory.store import ChromaStore, one_line
 log = logging.getLogger("nexus.memory")
 
 DELAY = 1.0  # seconds: a wake-up waits this long, so the writes of the next moments share one batch
-BATCH = 64  # memories per embedding and write
+BATCH = 16  # memories per embedding and write (a shutdown waits for one batch at most)
 NICENESS = 10  # below the calls being served (Linux applies it per thread)
 
 

@@ -459,6 +459,13 @@ class ChromaStore:
                 raise StoreError(f"cannot open {self._where}: {one_line(exc)}") from exc
         return self._parts
 
+    def _has_parts_collection(self) -> bool:
+        """Whether sentence vectors may exist (a read must not create their collection)."""
+        if self.recipe != RECIPE:
+            return False
+        name = f"{self.collection_name}_parts"
+        return self._parts is not None or name in {c.name for c in self._client.list_collections()}
+
     def best_parts(self, vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
         if not ids or not self.has_parts:
@@ -586,7 +593,7 @@ class ChromaStore:
         self._mirrored(ids, documents, metas, vectors)
         if with_parts:
             self._add_parts([r for r in records if not r.parts_pending])
-            self._later([r.id for r in records if r.parts_pending])
+        self._later([r.id for r in records if r.parts_pending])  # also a memory put back by an undo
 
     def replace(self, record: Record, vector: list[float] | None) -> None:
         """Overwrite one memory (its metadata wholesale, so removed tags disappear)."""
@@ -617,6 +624,7 @@ class ChromaStore:
 
     def pending_parts(self) -> list[str]:
         """The memories whose sentence vectors are yet to be written (marked by a process that stopped first)."""
+        self.open()  # first: the collection's recipe is known once it is open
         if self.recipe != RECIPE:
             return []
         return list(self.memories.get(where={PENDING: True}, include=[])["ids"])
@@ -680,7 +688,7 @@ class ChromaStore:
         if got["ids"]:
             documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
             copy.put(got["ids"], documents, metas, got["embeddings"])
-        if self.recipe == RECIPE:  # the sentence vectors too: best_parts then reads nothing from Chroma
+        if self._has_parts_collection():  # the sentence vectors too: best_parts then reads nothing from Chroma
             for page in self._pages(self.parts, ("embeddings",)):
                 copy.put_parts(page["ids"], page["embeddings"])
         return copy
