@@ -21,17 +21,17 @@ LABELED = Path(__file__).parents[2] / "bench" / "memory_recall_set.json"
 
 
 def _no_chroma_reads(st: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record every query or get that reaches Chroma's memories collection."""
+    """Record every query or get that reaches Chroma's memories or sentence vectors collection."""
     asked: list[str] = []
-    collection = st.memories
-    for name in ("query", "get"):
-        real = getattr(collection, name)
+    for collection, prefix in ((st.memories, ""), (st.parts, "parts.")):
+        for name in ("query", "get"):
+            real = getattr(collection, name)
 
-        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
-            asked.append(_name)
-            return _real(*args, **kwargs)
+            def spy(*args: Any, _real: Any = real, _name: str = prefix + name, **kwargs: Any) -> Any:
+                asked.append(_name)
+                return _real(*args, **kwargs)
 
-        monkeypatch.setattr(collection, name, spy)
+            monkeypatch.setattr(collection, name, spy)
     return asked
 
 
@@ -61,16 +61,25 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
     async with Client(host.server) as client:
         for m in labeled["memories"]:
             await store(client, m["content"], m["context"], m["tags"], m["memory_type"])
+        assert runtime_of(host).service().parts.drain(timeout=120)  # the sentence vectors, written in the background
         st = runtime_of(host).service().store
         assert st.mirror() is not None and len(st.mirror()) == len(labeled["memories"])
+        ids = list(st.mirror().ids)
         asked = _no_chroma_reads(st, monkeypatch)
         queries = [q["query"] for q in labeled["queries"]] + ["ECONNREFUSED on 5432", "docker postgres"]
         for query in queries:
             asked.clear()
             mirrored = await _recalled(client, st, query, by_chroma=False)
-            assert asked == []  # answered in process
+            vector = st.embed_query(query)[0]
+            best = st.best_parts(vector, ids)
+            assert asked == []  # answered in process, the sentence vectors too
             assert mirrored == await _recalled(client, st, query, by_chroma=True), query
-            assert "query" in asked
+            assert "query" in asked and "parts.get" in asked
+            st._mirror_off = True
+            try:
+                assert best == pytest.approx(st.best_parts(vector, ids), abs=1e-5) and len(best) > 40
+            finally:
+                st._mirror_off = False
         filtered = {"context_filter": "billing-api", "type_filter": "failure", "tag_filter": ["postgres"]}
         for query in queries[:10]:
             mirrored = await _recalled(client, st, query, by_chroma=False, **filtered)

@@ -51,14 +51,22 @@ def _store(host: Any) -> ChromaStore:
     return runtime_of(host).service().store
 
 
+def _drained(host: Any) -> ChromaStore:
+    """The store, once the sentence vectors queued so far are written (in the background)."""
+    assert runtime_of(host).service().parts.drain(timeout=120)
+    return _store(host)
+
+
 def _cos(a: Any, b: Any) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
 async def test_a_memory_whose_one_sentence_answers_ranks_first(memory_host) -> None:
-    async with Client(memory_host(embedder="minilm+use").server) as client:
+    host = memory_host(embedder="minilm+use")
+    async with Client(host.server) as client:
         ids = [await store(client, content, tags=tags) for content, tags in NEAR]
         answer = ids[2]
+        _drained(host)
         out = await call(client, "recall_memories", query=QUERY, limit=4)
         ranked = {m["id"]: m for m in out["memories"]}
         assert out["memories"][0]["id"] == answer
@@ -72,7 +80,7 @@ async def test_the_lift_is_a_share_of_how_much_nearer_the_best_sentence_is(memor
     host = memory_host()  # minilm: the recipe is the same for every embedder
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
-        assert _store(host).parts.count() == 3
+        assert _drained(host).parts.count() == 3
         query = "docker layer cache not reused in CI"
         got = (await call(client, "recall_memories", query=query, limit=1))["memories"][0]
         mini = MiniLMEmbedder()
@@ -89,14 +97,14 @@ async def test_sentence_vectors_follow_the_memory(memory_host) -> None:
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         one = await store(client, "Pinned the Postgres image to 16.4.", "db", ["postgres"])  # one sentence: none
-        st = _store(host)
+        st = _drained(host)
         assert sorted(st.parts.get()["ids"]) == [f"{mid}#0", f"{mid}#1", f"{mid}#2"]
         before = st.parts.get(ids=[f"{mid}#0"], include=["embeddings"])["embeddings"][0]
         await call(client, "update_memory", memory_id=mid, archived=True)  # not the text: the vectors stay
         assert np.allclose(st.parts.get(ids=[f"{mid}#0"], include=["embeddings"])["embeddings"][0], before)
         two = "The build took 40 minutes in CI. We now mount a Docker cache volume."
         await call(client, "update_memory", memory_id=mid, content=two)
-        got = st.parts.get(include=["embeddings"])
+        got = _drained(host).parts.get(include=["embeddings"])
         assert sorted(got["ids"]) == [f"{mid}#0", f"{mid}#1"]
         expected = MiniLMEmbedder().embed(["docker, ci\n" + s for s in sentences(two)])
         by_id = dict(zip(got["ids"], got["embeddings"], strict=True))
@@ -113,19 +121,23 @@ async def test_a_write_whose_sentence_vectors_fail_changes_nothing(
     host = memory_host()
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
-        st = _store(host)
+        st = _drained(host)
         parts = st.parts.get(include=["embeddings"])
 
-        def full_disk(self: ChromaStore, got: dict[str, Any]) -> None:
+        def full_disk(*args: Any, **kwargs: Any) -> None:
             raise OSError("No space left on device")
 
-        monkeypatch.setattr(ChromaStore, "_put_parts", full_disk)
-        await fails(client, "store_memory", content="Rotated the keys. Then the old tokens failed.", context_name="a")
+        monkeypatch.setattr(ChromaStore, "_delete_parts", full_disk)  # the update rewrote the memory already
         await fails(client, "update_memory", memory_id=mid, content="The build is slow. It takes forty minutes.")
         monkeypatch.undo()
-        listed = await call(client, "list_memories", limit=10)
-        assert [m["id"] for m in listed["memories"]] == [mid]
         assert (await call(client, "get_memory", memory_id=mid))["content"] == THREE
+        other = await store(client, "Rotated the keys. Then the old tokens failed.", "a")
+        monkeypatch.setattr(st.parts, "upsert", full_disk)  # the background write fails: the memory stays marked
+        _drained(host)
+        monkeypatch.undo()
+        assert (await call(client, "get_stats"))["parts_pending"] == 1
+        listed = await call(client, "list_memories", limit=10)
+        assert {m["id"] for m in listed["memories"]} == {mid, other}
         after = st.parts.get(include=["embeddings"])
         assert sorted(after["ids"]) == sorted(parts["ids"])
         assert np.allclose(

@@ -84,6 +84,7 @@ SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "backend": str,
             "embedded_text": str,
             "archived_memories": int,
+            "parts_pending": int,
         },
     ),
     "link_memories": ({"success": bool, "source_id": str, "target_id": str, "relation_type": str}, {"created": bool}),

@@ -6,7 +6,8 @@ cost 3.6 ms, half of the recall, while scoring 200 vectors with numpy takes ~0.0
 memories the store keeps every record and its vector here, in Chroma's order, and answers ``query`` and
 ``containing`` with Chroma's semantics: cosine similarity on normalised vectors (exact; Chroma's HNSW index is
 exact at this size too, ef_search being 400), case-sensitive substring for ``$contains``, records in insertion
-order for a ``get`` with a limit.
+order for a ``get`` with a limit. The sentence vectors of the sentences recipe are kept too, by memory, so
+``best_parts`` reads no ``<collection>_parts`` either.
 
 Only the process that holds an embedded store's lock writes to it, and every write goes through the store,
 which updates the mirror after Chroma accepted the write; a failed write closes the store, which drops the
@@ -68,6 +69,7 @@ class Mirror:
         self._at: dict[str, int] = {}
         self._vectors = np.zeros((0, dimension), dtype=np.float32)  # as written (``containing`` returns them)
         self._scales = np.zeros(0, dtype=np.float32)  # 1 / each vector's norm: Chroma compares unit vectors
+        self._parts: dict[str, dict[str, np.ndarray]] = {}  # memory id -> its sentence vectors by part id
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -101,9 +103,40 @@ class Mirror:
                 if at is not None:
                     self.metas[at] = {**self.metas[at], **meta}
 
+    def put_parts(self, ids: Sequence[str], vectors: Any) -> None:
+        """Add or replace sentence vectors (ids ``<memory id>#<n>``), as Chroma's add does."""
+        import numpy as np
+
+        rows = np.array(vectors, dtype=np.float32, ndmin=2)
+        with self._lock:
+            for pid, row in zip(ids, rows, strict=True):
+                self._parts.setdefault(pid.rpartition("#")[0], {})[pid] = row
+
+    def drop_parts(self, ids: Sequence[str]) -> None:
+        """Forget every sentence vector of these memories."""
+        with self._lock:
+            for mid in ids:
+                self._parts.pop(mid, None)
+
+    def best_parts(self, vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
+        """As ``ChromaStore.best_parts``: for each memory with sentence vectors, the best dot product."""
+        import numpy as np
+
+        with self._lock:
+            owners = [(mid, row) for mid in dict.fromkeys(ids) for row in self._parts.get(mid, {}).values()]
+        if not owners:
+            return {}
+        dots = np.stack([row for _, row in owners]) @ np.asarray(vector, dtype=np.float32)
+        best: dict[str, float] = {}
+        for (mid, _), dot in zip(owners, dots.tolist(), strict=True):
+            best[mid] = max(dot, best.get(mid, -2.0))
+        return best
+
     def drop(self, ids: Sequence[str]) -> None:
         gone = set(ids)
         with self._lock:
+            for mid in gone:
+                self._parts.pop(mid, None)
             keep = [i for i, mid in enumerate(self.ids) if mid not in gone]
             if len(keep) == len(self.ids):
                 return

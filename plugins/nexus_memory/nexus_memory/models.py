@@ -129,6 +129,9 @@ class Stats(BaseModel):
     backend: str = Field(description="Added: 'embedded' (a folder) or the Chroma server URL.")
     embedded_text: str = Field("tags+content", description="Added: what is embedded: 'tags+content' or 'content'.")
     archived_memories: int = Field(0, description="Added: how many memories are archived (counted in the total).")
+    parts_pending: int = Field(
+        0, description="Added: memories whose sentence vectors are still being written in the background."
+    )
 
 
 # -- changing ----------------------------------------------------------------------

@@ -73,6 +73,7 @@ class Runtime:
             store.embed_query("warm-up")
             store.archived_ids()
             store.mirror()  # a small collection's copy in this process, read before the first recall
+            self.service().parts.resume()  # sentence vectors a stopped process left to write
             if tag_boost(store.embedder):
                 store.tag_index()  # a scan of every memory's tags: not on the first recall
         except Exception as exc:  # the tools report it on every call; the server serves on
@@ -95,7 +96,9 @@ class Runtime:
             # half-initialised (ImportError), and the model must load once.
             self._warm_up.join()
         try:
-            return fn(self.service())
+            result = fn(self.service())
+            self.service().parts.resume()  # without a warm-up: at the first call
+            return result
         except ToolError:
             raise
         except (EmbedderError, StoreError) as exc:

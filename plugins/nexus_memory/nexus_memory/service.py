@@ -40,7 +40,8 @@ from nexus_memory.models import (
     UnlinkResult,
     UpdatedMemory,
 )
-from nexus_memory.store import ChromaStore, LinkRecord, Record, where_clause, with_any_tag
+from nexus_memory.parts_writer import PartsWriter
+from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause, with_any_tag
 
 log = logging.getLogger("nexus.memory")
 
@@ -156,6 +157,8 @@ class MemoryService:
         self._touch_thread: threading.Thread | None = None
         self._closing = False
         self._stop = threading.Event()
+        self.parts = PartsWriter(store)  # sentence vectors, written in the background
+        store.parts_later = self.parts.put
 
     def _one(self, memory_id: str, what: str = "memory_id") -> Record:
         mid = clean_id(memory_id, what)
@@ -341,7 +344,8 @@ class MemoryService:
             log.warning("could not record when memories were recalled: %s", exc)
 
     def close(self) -> None:
-        """Write what is queued and stop the worker thread."""
+        """Write what is queued and stop the worker threads (queued sentence vectors stay marked for later)."""
+        self.parts.close()
         self._closing = True
         self._stop.set()
         self._touch_wake.set()
@@ -390,6 +394,7 @@ class MemoryService:
             backend=self.store.backend,
             embedded_text=self.store.recipe,
             archived_memories=sum(1 for m in metas if m.get("archived") is True),
+            parts_pending=sum(1 for m in metas if m.get(PENDING) is True),
         )
 
     # -- changing -----------------------------------------------------------------

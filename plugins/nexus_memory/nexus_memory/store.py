@@ -51,6 +51,7 @@ RECIPE = "tags+content+sentences"
 TAGS_RECIPE = "tags+content"
 LEGACY_RECIPE = "content"
 RECIPES = (RECIPE, TAGS_RECIPE, LEGACY_RECIPE)
+PENDING = "parts_pending"  # metadata flag: written with a memory whose sentence vectors are written later
 MAX_PARTS = 8  # sentence vectors per memory; the sentences after the 7th share the 8th
 MIN_SENTENCE = 12  # characters: a shorter piece ("Fixed.", "v2.") joins no vector of its own
 # A piece ends after . ! ? ; (also inside os.replace: the pieces shorter than MIN_SENTENCE are dropped) or a CJK
@@ -91,6 +92,7 @@ class Record:
     updated_at: str
     archived: bool = False
     last_recalled_at: str = ""
+    parts_pending: bool = False  # its sentence vectors are yet to be written (by the background writer)
 
     def metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
@@ -105,6 +107,7 @@ class Record:
             meta["tags"] = list(self.tags)
         if self.last_recalled_at:
             meta["last_recalled_at"] = self.last_recalled_at
+        meta[PENDING] = self.parts_pending  # always: Chroma's upsert merges metadata, so False must be written
         return meta
 
     def text(self, recipe: str = RECIPE) -> str:
@@ -133,6 +136,7 @@ class Record:
             updated_at=str(meta.get("updated_at", "")),
             archived=meta.get("archived") is True,
             last_recalled_at=str(meta.get("last_recalled_at") or ""),
+            parts_pending=meta.get(PENDING) is True,
         )
 
 
@@ -234,6 +238,9 @@ class ChromaStore:
     # Sentence vectors computed by embed_records, by text, until a write stores them (embedding happens before
     # the write lock is taken; a write that finds none here embeds them itself).
     _part_vectors: dict[str, list[float]] = field(default_factory=dict)
+    # Set by a server: writes mark the memories whose sentence vectors changed and hand their ids to it, and the
+    # sentence vectors are embedded and written later (``write_parts``), so a store waits for one embedding.
+    parts_later: Callable[[list[str]], None] | None = None
     _journal: list[Callable[[], None]] | None = None  # the inverses of the writes of the current atomic() block
     _pending_undo: list[Callable[[], None]] = field(default_factory=list)  # inverses that could not run yet
     _superseded: dict[str, set[str]] | None = None  # target -> the memories that supersede it (from the links)
@@ -424,6 +431,8 @@ class ChromaStore:
         """The records' vectors; their sentence vectors (sentences recipe) are kept for the write that follows."""
         self.open()
         texts = [r.text(self.recipe) for r in records]
+        if self.parts_later is not None:  # embedded later, by the background writer
+            return self.embedder.embed(texts)
         parts = list(dict.fromkeys(p for r in records for p in r.parts(self.recipe) if p not in self._part_vectors))
         vectors = self.embedder.embed(texts + parts)
         if len(self._part_vectors) > 4096:  # computed for writes that never happened (refused, failed)
@@ -450,10 +459,20 @@ class ChromaStore:
                 raise StoreError(f"cannot open {self._where}: {one_line(exc)}") from exc
         return self._parts
 
+    def _has_parts_collection(self) -> bool:
+        """Whether sentence vectors may exist (a read must not create their collection)."""
+        if self.recipe != RECIPE:
+            return False
+        name = f"{self.collection_name}_parts"
+        return self._parts is not None or name in {c.name for c in self._client.list_collections()}
+
     def best_parts(self, vector: Sequence[float], ids: list[str]) -> dict[str, float]:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
         if not ids or not self.has_parts:
             return {}
+        mirror = self.mirror()
+        if mirror is not None:
+            return mirror.best_parts(vector, ids)
         import numpy as np
 
         got = self.parts.get(ids=part_ids(ids), include=["embeddings"])
@@ -489,7 +508,10 @@ class ChromaStore:
 
     def _put_parts(self, got: dict[str, Any]) -> None:
         if len(got["ids"]):
-            self.parts.add(ids=list(got["ids"]), embeddings=[list(map(float, v)) for v in got["embeddings"]])
+            vectors = [list(map(float, v)) for v in got["embeddings"]]
+            self.parts.add(ids=list(got["ids"]), embeddings=vectors)
+            if self._mirror is not None:
+                self._mirror.put_parts(list(got["ids"]), vectors)
 
     def _parts_of(self, ids: list[str]) -> dict[str, Any]:
         """These memories' stored sentence vectors, as Chroma's get() gives them (to undo a change)."""
@@ -500,6 +522,8 @@ class ChromaStore:
     def _delete_parts(self, ids: list[str]) -> None:
         if self.recipe == RECIPE and ids:
             self.parts.delete(ids=part_ids(ids))
+            if self._mirror is not None:
+                self._mirror.drop_parts(ids)
 
     def _restore_parts(self, ids: list[str], got: dict[str, Any]) -> None:
         self._delete_parts(ids)
@@ -557,6 +581,9 @@ class ChromaStore:
                 (self._archived.add if r.archived else self._archived.discard)(r.id)
 
     def _add(self, records: list[Record], vectors: list[list[float]], with_parts: bool = True) -> None:
+        if with_parts:
+            for r in records:
+                r.parts_pending = self._deferred(r)
         self._note_tags(records)
         if self._tags is not None:
             for r in records:
@@ -565,18 +592,62 @@ class ChromaStore:
         self.memories.add(ids=ids, documents=documents, metadatas=metas, embeddings=vectors)
         self._mirrored(ids, documents, metas, vectors)
         if with_parts:
-            self._add_parts(records)
+            self._add_parts([r for r in records if not r.parts_pending])
+        self._later([r.id for r in records if r.parts_pending])  # also a memory put back by an undo
 
     def replace(self, record: Record, vector: list[float] | None) -> None:
         """Overwrite one memory (its metadata wholesale, so removed tags disappear)."""
         old, old_vector = self.get([record.id])[record.id], self.vectors([record.id])[record.id]
+        changed = old.parts(self.recipe) != record.parts(self.recipe)
+        if changed:
+            record.parts_pending = self._deferred(record)
         self._will_undo(lambda: self._upsert(old, old_vector))
         self._upsert(record, vector if vector is not None else old_vector)
-        if old.parts(self.recipe) != record.parts(self.recipe):
+        if changed:
             old_parts = self._parts_of([record.id])
             self._will_undo(lambda: self._restore_parts([record.id], old_parts))
-            self._delete_parts([record.id])
-            self._add_parts([record])
+            self._delete_parts([record.id])  # the old sentences no longer lift it, even while the new are pending
+            if record.parts_pending:
+                self._later([record.id])
+            else:
+                self._add_parts([record])
+
+    def _deferred(self, record: Record) -> bool:
+        """Whether this record's sentence vectors are to be written later (then its metadata says so)."""
+        return self.parts_later is not None and bool(record.parts(self.recipe))
+
+    def _later(self, ids: list[str]) -> None:
+        # Handed over before the write is final: the writer takes the write lock, then finds the memory pending
+        # or, when the write was undone, not (and skips it).
+        if ids and self.parts_later is not None:
+            self.parts_later(ids)
+
+    def pending_parts(self) -> list[str]:
+        """The memories whose sentence vectors are yet to be written (marked by a process that stopped first)."""
+        self.open()  # first: the collection's recipe is known once it is open
+        if self.recipe != RECIPE:
+            return []
+        return list(self.memories.get(where={PENDING: True}, include=[])["ids"])
+
+    def write_parts(self, embedded: dict[str, tuple[list[str], list[list[float]]]]) -> list[str]:
+        """Store pending memories' sentence vectors (memory id -> the texts embedded and their vectors) and clear
+        their mark; skip a memory deleted, no longer pending, or whose sentences changed meanwhile. Call it holding
+        ``write_lock``, in ``atomic()``. The ids written."""
+        found = self.get(list(embedded))
+        ready = [i for i, r in found.items() if r.parts_pending and r.parts(self.recipe) == embedded[i][0]]
+        if not ready:
+            return []
+        ids = [f"{i}#{n}" for i in ready for n in range(len(embedded[i][0]))]
+        vectors = [list(map(float, v)) for i in ready for v in embedded[i][1]]
+        self._will_undo(lambda: self._delete_parts(ready))
+        # upsert: a process killed between these two writes left the same vectors (stale ones go when it changes)
+        self.parts.upsert(ids=ids, embeddings=vectors)
+        if self._mirror is not None:
+            self._mirror.put_parts(ids, vectors)
+        self.memories.update(ids=ready, metadatas=[{PENDING: False} for _ in ready])
+        if self._mirror is not None:
+            self._mirror.merge_meta(ready, {PENDING: False})
+        return ready
 
     def _upsert(self, record: Record, vector: list[float]) -> None:
         self._note_tags([record])
@@ -617,6 +688,9 @@ class ChromaStore:
         if got["ids"]:
             documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
             copy.put(got["ids"], documents, metas, got["embeddings"])
+        if self._has_parts_collection():  # the sentence vectors too: best_parts then reads nothing from Chroma
+            for page in self._pages(self.parts, ("embeddings",)):
+                copy.put_parts(page["ids"], page["embeddings"])
         return copy
 
     def get(self, ids: list[str]) -> dict[str, Record]:
@@ -692,9 +766,15 @@ class ChromaStore:
         self, where: dict[str, Any] | None = None, include: tuple[str, ...] = ("metadatas",)
     ) -> Iterable[dict[str, Any]]:
         """Every record (matching ``where``) in pages, as Chroma's get() dicts."""
+        return self._pages(self.memories, include, where)
+
+    @staticmethod
+    def _pages(
+        collection: Any, include: tuple[str, ...], where: dict[str, Any] | None = None
+    ) -> Iterable[dict[str, Any]]:
         offset = 0
         while True:
-            got = self.memories.get(where=where, limit=PAGE, offset=offset, include=list(include))
+            got = collection.get(where=where, limit=PAGE, offset=offset, include=list(include))
             if not got["ids"]:
                 return
             yield got

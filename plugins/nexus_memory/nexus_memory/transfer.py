@@ -218,6 +218,8 @@ def _reembed(records: list[Record], target: Embedder, memories: Any, parts: Any)
     texts = [r.text(RECIPE) for r in records]
     part_ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(RECIPE)))]
     vectors = target.embed(texts + [p for r in records for p in r.parts(RECIPE)])
+    for r in records:
+        r.parts_pending = False  # a server's pending sentence vectors: written here
     memories.add(
         ids=[r.id for r in records],
         documents=[r.content for r in records],

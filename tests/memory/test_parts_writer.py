@@ -1,0 +1,95 @@
+"""Sentence vectors are written in the background: a store returns once the memory itself is written, marked
+pending; one thread embeds and writes its sentences later, skipping a memory changed or deleted meanwhile, and a
+process killed first leaves the mark, which the next start takes up. Real servers, real models, real Chroma."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from mcp import Client
+
+from nexus_memory.embedders import MiniLMEmbedder, create
+from nexus_memory.store import ChromaStore, sentences
+from nexus_memory.transfer import reindex
+from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
+from tests.memory.helpers import call, store
+
+pytestmark = pytest.mark.anyio
+
+THREE = "Build took 40 minutes. The Docker layer cache was never reused in CI. We now mount a cache volume."
+TWO = "The build took 40 minutes in CI. We now mount a Docker cache volume."
+
+
+def _vectors(got: dict[str, Any]) -> dict[str, Any]:
+    return dict(zip(got["ids"], got["embeddings"], strict=True))
+
+
+async def test_a_killed_servers_pending_sentence_vectors_are_written_after_its_restart(tmp_path: Path) -> None:
+    config, data = memory_config(tmp_path, extra='[plugins.memory]\nembedder = "minilm"\n'), tmp_path / "data"
+    note = {"content": THREE, "context_name": "ci", "tags": ["docker", "ci"]}
+    async with served(config) as session:
+        mid = (await session.call_tool("store_memory", note)).structured_content["memory_id"]
+        stats = (await session.call_tool("get_stats", {})).structured_content
+        assert stats["parts_pending"] == 1  # returned before its sentence vectors were written
+        os.kill(holder_pid(data), signal.SIGKILL)
+    async with served(config) as session:
+        with anyio.fail_after(120):  # the start queues it again; the writer writes it after its delay
+            while (await session.call_tool("get_stats", {})).structured_content["parts_pending"]:
+                await anyio.sleep(0.2)
+        stats = (await session.call_tool("get_stats", {})).structured_content
+        assert stats["total_memories"] == 1 and stats["parts_pending"] == 0
+    st = ChromaStore(data / "memory", "nexus_memories", create("minilm"))
+    got = _vectors(st.parts.get(include=["embeddings"]))
+    expected = MiniLMEmbedder().embed(["docker, ci\n" + s for s in sentences(THREE)])
+    assert sorted(got) == [f"{mid}#{n}" for n in range(3)]
+    assert all(np.allclose(got[f"{mid}#{n}"], v, atol=1e-5) for n, v in enumerate(expected))
+    st.close()
+
+
+async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
+    memory_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        changed = await store(client, THREE, "ci", ["docker", "ci"])
+        gone = await store(client, "Rotated the signing keys. Then the old tokens failed.", "auth")
+        service = runtime_of(host).service()
+        st = service.store
+        assert (await call(client, "get_stats"))["parts_pending"] == 2 and st.parts.count() == 0
+        real, meanwhile = st.embedder.embed, []
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            out = real(texts)
+            if threading.current_thread().name == "nexus-memory-parts" and not meanwhile:
+                meanwhile.append(texts)  # the writer embedded the old sentences; the memories change now
+                service.update(changed, TWO, None, None)
+                service.delete(gone)
+            return out
+
+        monkeypatch.setattr(st.embedder, "embed", embed)
+        assert service.parts.drain(timeout=120)
+        assert len(meanwhile[0]) == 5  # THREE's three sentences and the other's two
+        got = _vectors(st.parts.get(include=["embeddings"]))
+        expected = MiniLMEmbedder().embed(["docker, ci\n" + s for s in sentences(TWO)])
+        assert sorted(got) == [f"{changed}#0", f"{changed}#1"]  # the old ones skipped, the new ones written
+        assert all(np.allclose(got[f"{changed}#{n}"], v, atol=1e-5) for n, v in enumerate(expected))
+        assert (await call(client, "get_stats"))["parts_pending"] == 0
+
+
+async def test_a_stopped_server_leaves_its_pending_memory_marked_and_reindex_writes_it(memory_host) -> None:
+    host = memory_host()
+    async with Client(host.server) as client:
+        service = runtime_of(host).service()
+        service.parts.delay = 3600.0  # the server stops first: shutdown must not wait for the queue
+        mid = await store(client, THREE, "ci", ["docker", "ci"])
+        st = service.store
+    assert st.pending_parts() == [mid] and st.parts.count() == 0
+    assert reindex(st, MiniLMEmbedder(), force=True) == 1
+    assert st.pending_parts() == [] and sorted(st.parts.get()["ids"]) == [f"{mid}#{n}" for n in range(3)]
