@@ -64,20 +64,20 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
         assert runtime_of(host).service().parts.drain(timeout=120)  # the sentence vectors, written in the background
         st = runtime_of(host).service().store
         assert st.mirror() is not None and len(st.mirror()) == len(labeled["memories"])
-        ids = list(st.mirror().ids)
+        everyone = list(st.get(list(st.mirror().ids)).values())
         asked = _no_chroma_reads(st, monkeypatch)
         queries = [q["query"] for q in labeled["queries"]] + ["ECONNREFUSED on 5432", "docker postgres"]
         for query in queries:
             asked.clear()
             mirrored = await _recalled(client, st, query, by_chroma=False)
             vector = st.embed_query(query)[0]
-            best = st.best_parts(vector, ids)
+            best = st.best_parts(vector, everyone)
             assert asked == []  # answered in process, the sentence vectors too
             assert mirrored == await _recalled(client, st, query, by_chroma=True), query
             assert "query" in asked and "parts.get" in asked
             st._mirror_off = True
             try:
-                assert best == pytest.approx(st.best_parts(vector, ids), abs=1e-5) and len(best) > 40
+                assert best == pytest.approx(st.best_parts(vector, everyone), abs=1e-5) and len(best) > 40
             finally:
                 st._mirror_off = False
         filtered = {"context_filter": "billing-api", "type_filter": "failure", "tag_filter": ["postgres"]}

@@ -254,7 +254,7 @@ class MemoryService:
             ]
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
-        best = self.store.best_parts(vector, [c.id for c in pool])
+        best = self.store.best_parts(vector, [records[c.id] for c in pool])
         if best:  # the sentences recipe: a memory's best sentence may be nearer the query than its whole text
             for c in pool:
                 sentence = best.get(c.id, -2.0) / scale
