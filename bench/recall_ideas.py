@@ -50,7 +50,7 @@ from recall_models import UseModel
 
 from nexus_memory import retrieval
 from nexus_memory.embedders import USE_PAIR_MINILM_WEIGHT, is_cjk
-from nexus_memory.store import RECIPE, Record
+from nexus_memory.store import SENTENCES_RECIPE, Record
 
 TAG_BOOST = 0.04
 PLUGIN = "sent plugin per-vector m 0.25"
@@ -87,7 +87,7 @@ class Replica:
     def __init__(self, records: list[Record], queries: list[Query], supersedes: list[tuple[str, str]], cache: Cache):
         self.records, self.queries, self.cache = records, queries, cache
         self.mini, self.use = MiniLM(), UseModel()
-        texts = [r.text(RECIPE) for r in records]
+        texts = [r.text(SENTENCES_RECIPE) for r in records]
         self.qtexts = [q.text for q in queries]
         self.m_doc, self.u_doc = cache.get(self.mini, texts, False), cache.get(self.use, texts, False)
         self.m_q, self.u_q = cache.get(self.mini, self.qtexts, True), cache.get(self.use, self.qtexts, True)
@@ -171,7 +171,7 @@ class Replica:
             parts = []
             for r in self.records:
                 if recipe == "plugin":  # the plugin's own split (nexus_memory.store.sentences), the whole if none
-                    parts.append(r.parts(RECIPE) or [r.text(RECIPE)])
+                    parts.append(r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)])
                     continue
                 ss = sentences(r.content, min_chars, _SPACED if recipe == "spaced" else _SENTENCE)
                 if recipe in ("tags", "spaced") and r.tags:
@@ -261,7 +261,7 @@ class Replica:
     # -- lexical blend ---------------------------------------------------------------------------
 
     def bm25(self, w: float, stemmed: bool) -> np.ndarray:
-        texts = [r.text(RECIPE) for r in self.records]
+        texts = [r.text(SENTENCES_RECIPE) for r in self.records]
         norm = (lambda t: " ".join(stem(x) for x in re.findall(r"\w+", t.lower()))) if stemmed else (lambda t: t)
         index = BM25([norm(t) for t in texts])
         pair = self.fuse(self.m, self.u)

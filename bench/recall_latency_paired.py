@@ -9,9 +9,9 @@ by the light mode and by the default in turn, and every store alternates the sam
 ``MemoryService`` (no MCP layer). Both therefore see the same load; the ratio is the cost of the pair.
 ``--use`` adds the default ``minilm+use`` as a third, interleaved the same way.
 
-``--sentences`` times only ``minilm+use`` on today's recipe (sentence vectors: the bulk memories get noisy
+``--sentences`` times only ``minilm+use`` with ``sentences = true`` (sentence vectors: the bulk memories get noisy
 copies of the base vectors as their sentences', as many as their text has sentences) against ``minilm+use`` on
-the recipe before them (``tags+content``), interleaved the same way.
+the default recipe (``tags+content``), interleaved the same way.
 
 ``--sequential-pair`` adds a row: the default's store and service with the pair embedding MiniLM then e5 one
 after the other (as before they ran side by side), swapped in call by call. ``--filtered-tags`` adds one where
@@ -43,22 +43,24 @@ from nexus_memory.embedders import (
     is_cjk,
 )
 from nexus_memory.service import MemoryService
-from nexus_memory.store import RECIPE, TAGS_RECIPE, ChromaStore
+from nexus_memory.store import SENTENCES_RECIPE, TAGS_RECIPE, ChromaStore
 
 SEQUENTIAL = "minilm+e5 sequential"
-BEFORE_SENTENCES = "minilm+use, tags+content"
+WITH_SENTENCES = "minilm+use, sentences"
 FILTERED = "minilm+e5 filtered tags"
 
 
 def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
-    recipe = TAGS_RECIPE if name == BEFORE_SENTENCES else RECIPE
+    recipe = SENTENCES_RECIPE if name == WITH_SENTENCES else TAGS_RECIPE
     folder = root / "".join(ch if ch.isalnum() else "_" for ch in name)
     store = ChromaStore(folder, "paired", create(name.split(",")[0]), recipe=recipe)
     records, vectors = generate(size, seed=23), bulk_vectors(base, size)
     store.open()
     for start in range(0, size, 5000):
         store._add(records[start : start + 5000], vectors[start : start + 5000].tolist(), with_parts=False)
-    if recipe == RECIPE:  # the sentence vectors, in bulk as the memories' (embedding 10k texts would take long)
+    if (
+        recipe == SENTENCES_RECIPE
+    ):  # the sentence vectors, in bulk as the memories' (embedding 10k texts would take long)
         ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(recipe)))]
         parts = bulk_vectors(base, len(ids) + len(base), seed=31)[len(base) :]
         for start in range(0, len(ids), 5000):
@@ -79,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
-    texts = [r.text(RECIPE) for r in labeled] + [r.text(RECIPE) for r in generate(690, seed=29)]
+    texts = [r.text(SENTENCES_RECIPE) for r in labeled] + [r.text(SENTENCES_RECIPE) for r in generate(690, seed=29)]
     cache, pair = Cache(args.cache), PairEmbedder()
     m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
     bases: dict[str, np.ndarray] = {}
@@ -90,7 +92,7 @@ def main() -> None:
         u, up = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False), UsePairEmbedder()
         bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
     if args.sentences:
-        bases[BEFORE_SENTENCES] = bases["minilm+use"]
+        bases[WITH_SENTENCES] = bases["minilm+use"]
     with tempfile.TemporaryDirectory() as tmp:
         services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
         embedders = {n: s.store.embedder for n, s in services.items()}
@@ -134,8 +136,8 @@ def main() -> None:
     pairs = [(n, "minilm") for n in ("minilm+e5", "minilm+use") if n in times and "minilm" in times] + [
         ("minilm+e5", n) for n in (SEQUENTIAL, FILTERED) if n in times
     ]
-    if BEFORE_SENTENCES in times:
-        pairs.append(("minilm+use", BEFORE_SENTENCES))
+    if WITH_SENTENCES in times:
+        pairs.append((WITH_SENTENCES, "minilm+use"))
     for top, bottom in pairs:
         b, a = times[top], times[bottom]
         for k in ("recall", "store"):

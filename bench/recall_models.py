@@ -53,7 +53,7 @@ from recall_eval import KINDS, TOP, Cache, Query, Result, load_set, pick
 from recall_tune import Replica
 
 from nexus_memory.embedders import E5Embedder, MiniLMEmbedder
-from nexus_memory.store import RECIPE
+from nexus_memory.store import SENTENCES_RECIPE
 
 TAG_BOOST = 0.04  # the plugin's, for minilm+e5
 
@@ -81,7 +81,7 @@ CANDIDATES: dict[str, type] = {"use-m3": UseModel}
 
 
 def candidate_sims(model: Any, rep: Replica, cache: Cache) -> np.ndarray:
-    docs = cache.get(model, [r.text(RECIPE) for r in rep.records], query=False)
+    docs = cache.get(model, [r.text(SENTENCES_RECIPE) for r in rep.records], query=False)
     queries = cache.get(model, [q.text for q in rep.queries], query=True)
     return queries @ docs.T
 
@@ -180,7 +180,7 @@ def main() -> None:
     if args.timing:
         sample = np.random.default_rng(16)
         qtexts = [queries[i].text for i in sample.choice(len(queries), args.timing, replace=False)]
-        mtexts = [records[i].text(RECIPE) for i in sample.choice(len(records), args.timing, replace=False)]
+        mtexts = [records[i].text(SENTENCES_RECIPE) for i in sample.choice(len(records), args.timing, replace=False)]
         timing({"minilm": MiniLMEmbedder(), "e5": E5Embedder(), **models}, {"query": qtexts, "memory": mtexts})
 
 

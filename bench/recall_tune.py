@@ -35,7 +35,7 @@ from recall_eval import DEPTH, KINDS, TOP, Cache, Query, Result, first_rank, loa
 
 from nexus_memory import retrieval
 from nexus_memory.embedders import PAIR_MINILM_WEIGHT, E5Embedder, MiniLMEmbedder, is_cjk
-from nexus_memory.store import RECIPE, Record
+from nexus_memory.store import SENTENCES_RECIPE, Record
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 
@@ -55,7 +55,7 @@ class Replica:
     def __init__(self, records: list[Record], queries: list[Query], supersedes: list[tuple[str, str]], cache: Cache):
         self.records, self.queries = records, queries
         mini, e5 = _Named(MiniLMEmbedder(), "minilm"), _Named(E5Embedder(), "e5")
-        texts = [r.text(RECIPE) for r in records]
+        texts = [r.text(SENTENCES_RECIPE) for r in records]
         qtexts = [q.text for q in queries]
         m_doc, e_doc = cache.get(mini, texts, query=False), cache.get(e5, texts, query=False)
         m_q, e_q = cache.get(mini, qtexts, query=True), cache.get(e5, qtexts, query=True)

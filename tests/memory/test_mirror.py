@@ -57,7 +57,9 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
     memory_host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     labeled = json.loads(LABELED.read_text(encoding="utf-8"))
-    host = memory_host(embedder="minilm+use")  # the default: a tag boost, so named tags take a filtered query
+    host = memory_host(
+        embedder="minilm+use", sentences=True
+    )  # the default: a tag boost, so named tags take a filtered query
     async with Client(host.server) as client:
         for m in labeled["memories"]:
             await store(client, m["content"], m["context"], m["tags"], m["memory_type"])
@@ -88,7 +90,7 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
 
 @pytest.mark.anyio
 async def test_every_write_reaches_the_mirror(memory_host) -> None:
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         first = await store(client, "Redis evicted the session keys under memory pressure.", "api", ["redis"])
         st = runtime_of(host).service().store
@@ -120,7 +122,7 @@ async def test_every_write_reaches_the_mirror(memory_host) -> None:
 
 @pytest.mark.anyio
 async def test_a_failed_write_leaves_nothing_in_the_mirror(memory_host, monkeypatch: pytest.MonkeyPatch) -> None:
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         kept = await store(client, "Nginx returned 502 while the upstream restarted.", "edge", ["nginx"])
         other = await store(client, "Nginx 504 came from the slow health check.", "edge", ["nginx"])
@@ -150,7 +152,7 @@ async def test_a_failed_write_leaves_nothing_in_the_mirror(memory_host, monkeypa
 @pytest.mark.anyio
 async def test_no_mirror_past_its_size_or_for_a_chroma_server(memory_host, monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(store_module, "MIRROR_MAX", 2)
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         for i in range(2):
             await store(client, f"Deploy {i} of the billing worker failed on a missing secret.", "ops", ["deploy"])

@@ -17,7 +17,7 @@ from mcp import Client
 from nexus_memory import embedders
 from nexus_memory.config import MemoryConfig
 from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, UseEmbedder, configured, is_cjk
-from nexus_memory.store import RECIPE
+from nexus_memory.store import SENTENCES_RECIPE, TAGS_RECIPE
 from nexus_memory.transfer import memory_cli, reindex
 from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, store
@@ -140,8 +140,8 @@ async def test_the_recipe_is_recorded_and_tags_are_embedded(memory_host) -> None
     async with Client(host.server) as client:
         mid = await store(client, "Raised the Node heap for the webpack build.", "web", ["node", "webpack"])
         st = _store_of(host)
-        assert st.memories.metadata["nexus_text"] == RECIPE
-        assert (await call(client, "get_stats"))["embedded_text"] == RECIPE
+        assert st.memories.metadata["nexus_text"] == TAGS_RECIPE
+        assert (await call(client, "get_stats"))["embedded_text"] == TAGS_RECIPE
         mini = MiniLMEmbedder()
         expected = mini.embed(["node, webpack\nRaised the Node heap for the webpack build."])[0]
         assert st.vectors([mid])[mid] == pytest.approx(expected, abs=1e-5)
@@ -170,17 +170,23 @@ async def test_a_minilm_collection_keeps_working_then_reindex_moves_it(memory_ho
             MiniLMEmbedder().embed(["Pinned the Postgres image to 16.4."])[0], abs=1e-5
         )
     config = tmp_path / "nexus.toml"
-    config.write_text(f'[server]\ndata_dir = "{tmp_path / "data"}"\n', encoding="utf-8")
+    config.write_text(
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\n[plugins.memory]\nsentences = true\n', encoding="utf-8"
+    )
     res = CliRunner().invoke(memory_cli, ["--config", str(config), "reindex"])
     assert res.exit_code == 0, res.output
     assert "re-embedded 3 memories: minilm on content -> minilm+use on tags+content+sentences" in res.output
     assert "reindex: 100%" in res.output  # the progress bar
     res = CliRunner().invoke(memory_cli, ["--config", str(config), "reindex"])
     assert res.exit_code == 0 and "nothing to do" in res.output
-    moved = memory_host(embedder="minilm+use")
+    moved = memory_host(embedder="minilm+use", sentences=True)
     async with Client(moved.server) as client:
         stats = await call(client, "get_stats")
-        assert (stats["embedder"], stats["embedded_text"], stats["total_memories"]) == ("minilm+use", RECIPE, 3)
+        assert (stats["embedder"], stats["embedded_text"], stats["total_memories"]) == (
+            "minilm+use",
+            SENTENCES_RECIPE,
+            3,
+        )
         assert stats["total_links"] == 1
         out = await call(client, "recall_memories", query=JA_QUERY, limit=2)
         assert {m["id"] for m in out["memories"]} == {ja, en}

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from nexus_memory.embedders import MiniLMEmbedder, create
-from nexus_memory.store import ChromaStore, sentences
+from nexus_memory.store import SENTENCES_RECIPE, ChromaStore, sentences
 from nexus_memory.transfer import reindex
 from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
 from tests.memory.helpers import call, store
@@ -32,7 +32,10 @@ def _vectors(got: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_a_killed_servers_pending_sentence_vectors_are_written_after_its_restart(tmp_path: Path) -> None:
-    config, data = memory_config(tmp_path, extra='[plugins.memory]\nembedder = "minilm"\n'), tmp_path / "data"
+    config, data = (
+        memory_config(tmp_path, extra='[plugins.memory]\nembedder = "minilm"\nsentences = true\n'),
+        tmp_path / "data",
+    )
     note = {"content": THREE, "context_name": "ci", "tags": ["docker", "ci"]}
     async with served(config) as session:
         mid = (await session.call_tool("store_memory", note)).structured_content["memory_id"]
@@ -56,7 +59,7 @@ async def test_a_killed_servers_pending_sentence_vectors_are_written_after_its_r
 async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
     memory_host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         changed = await store(client, THREE, "ci", ["docker", "ci"])
         gone = await store(client, "Rotated the signing keys. Then the old tokens failed.", "auth")
@@ -84,12 +87,12 @@ async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
 
 
 async def test_a_stopped_server_leaves_its_pending_memory_marked_and_reindex_writes_it(memory_host) -> None:
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         service = runtime_of(host).service()
         service.parts.delay = 3600.0  # the server stops first: shutdown must not wait for the queue
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         st = service.store
     assert st.pending_parts() == [mid] and st.parts.count() == 0
-    assert reindex(st, MiniLMEmbedder(), force=True) == 1
+    assert reindex(st, MiniLMEmbedder(), SENTENCES_RECIPE, force=True) == 1
     assert st.pending_parts() == [] and sorted(st.parts.get()["ids"]) == [f"{mid}#{n}" for n in range(3)]

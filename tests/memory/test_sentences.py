@@ -62,7 +62,7 @@ def _cos(a: Any, b: Any) -> float:
 
 
 async def test_a_memory_whose_one_sentence_answers_ranks_first(memory_host) -> None:
-    host = memory_host(embedder="minilm+use")
+    host = memory_host(embedder="minilm+use", sentences=True)
     async with Client(host.server) as client:
         ids = [await store(client, content, tags=tags) for content, tags in NEAR]
         answer = ids[2]
@@ -77,7 +77,7 @@ async def test_a_memory_whose_one_sentence_answers_ranks_first(memory_host) -> N
 
 
 async def test_the_lift_is_a_share_of_how_much_nearer_the_best_sentence_is(memory_host) -> None:
-    host = memory_host()  # minilm: the recipe is the same for every embedder
+    host = memory_host(sentences=True)  # minilm: the recipe is the same for every embedder
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         assert _drained(host).parts.count() == 3
@@ -93,7 +93,7 @@ async def test_the_lift_is_a_share_of_how_much_nearer_the_best_sentence_is(memor
 
 
 async def test_sentence_vectors_follow_the_memory(memory_host) -> None:
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         one = await store(client, "Pinned the Postgres image to 16.4.", "db", ["postgres"])  # one sentence: none
@@ -118,7 +118,7 @@ async def test_sentence_vectors_follow_the_memory(memory_host) -> None:
 async def test_a_write_whose_sentence_vectors_fail_changes_nothing(
     memory_host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    host = memory_host()
+    host = memory_host(sentences=True)
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         st = _drained(host)

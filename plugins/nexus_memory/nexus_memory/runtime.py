@@ -25,7 +25,7 @@ from nexus_core import PluginContext, ToolError
 from nexus_memory.config import MemoryConfig
 from nexus_memory.embedders import EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
-from nexus_memory.store import ChromaStore, StoreError, one_line
+from nexus_memory.store import ChromaStore, StoreError, one_line, recipe_for
 
 T = TypeVar("T")
 
@@ -50,7 +50,10 @@ class Runtime:
         with self._lock:
             if self._service is None:
                 embedder = configured(self.config.embedder)
-                store = ChromaStore(self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url)
+                recipe = recipe_for(self.config.sentences)
+                store = ChromaStore(
+                    self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url, recipe=recipe
+                )
                 self._service = MemoryService(store, self.config.stale_days)
             return self._service
 

@@ -47,10 +47,10 @@ HNSW = {"space": "cosine", "ef_search": 400, "ef_construction": 300, "max_neighb
 # the recipe was recorded embedded the content alone. The sentences recipe also embeds each sentence (tags first)
 # of a memory of two or more sentences as extra vectors: a question often matches one sentence of a longer memory
 # (bench/recall_ideas.py; retrieval.PART_WEIGHT).
-RECIPE = "tags+content+sentences"
+SENTENCES_RECIPE = "tags+content+sentences"
 TAGS_RECIPE = "tags+content"
 LEGACY_RECIPE = "content"
-RECIPES = (RECIPE, TAGS_RECIPE, LEGACY_RECIPE)
+RECIPES = (SENTENCES_RECIPE, TAGS_RECIPE, LEGACY_RECIPE)
 PENDING = "parts_pending"  # metadata flag: written with a memory whose sentence vectors are written later
 MAX_PARTS = 8  # sentence vectors per memory; the sentences after the 7th share the 8th
 MIN_SENTENCE = 12  # characters: a shorter piece ("Fixed.", "v2.") joins no vector of its own
@@ -110,15 +110,15 @@ class Record:
         meta[PENDING] = self.parts_pending  # always: Chroma's upsert merges metadata, so False must be written
         return meta
 
-    def text(self, recipe: str = RECIPE) -> str:
+    def text(self, recipe: str = SENTENCES_RECIPE) -> str:
         """What the embedder reads for this memory under ``recipe``."""
-        if recipe in (RECIPE, TAGS_RECIPE) and self.tags:
+        if recipe in (SENTENCES_RECIPE, TAGS_RECIPE) and self.tags:
             return ", ".join(self.tags) + "\n" + self.content
         return self.content
 
-    def parts(self, recipe: str = RECIPE) -> list[str]:
+    def parts(self, recipe: str = SENTENCES_RECIPE) -> list[str]:
         """The extra texts embedded for this memory under ``recipe``: each sentence, tags first (see ``text``)."""
-        if recipe != RECIPE:
+        if recipe != SENTENCES_RECIPE:
             return []
         prefix = ", ".join(self.tags) + "\n" if self.tags else ""
         return [prefix + s for s in sentences(self.content)]
@@ -176,6 +176,11 @@ def with_any_tag(where: dict[str, Any] | None, tags: list[str]) -> dict[str, Any
     return tagged if where is None else {"$and": [where, tagged]}
 
 
+def recipe_for(sentences: bool) -> str:
+    """The recipe ``[plugins.memory] sentences`` asks for new collections (and reindex)."""
+    return SENTENCES_RECIPE if sentences else TAGS_RECIPE
+
+
 def collection_metadata(embedder: Embedder, recipe: str) -> dict[str, Any]:
     return {"nexus_embedder": embedder.name, "nexus_dimension": int(embedder.dimension), "nexus_text": recipe}
 
@@ -228,7 +233,7 @@ class ChromaStore:
     collection_name: str
     embedder: Embedder  # the configured one; replaced at open by the one the collection was made with
     chroma_url: str | None = None
-    recipe: str = RECIPE  # likewise
+    recipe: str = TAGS_RECIPE  # likewise (SENTENCES_RECIPE with `sentences = true`)
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     _open_lock: threading.Lock = field(default_factory=threading.Lock)
     _client: Any = None
@@ -444,7 +449,7 @@ class ChromaStore:
     def has_parts(self) -> bool:
         """Whether the collection keeps sentence vectors (made with the sentences recipe)."""
         self.open()
-        return self.recipe == RECIPE
+        return self.recipe == SENTENCES_RECIPE
 
     @property
     def parts(self) -> Any:
@@ -461,7 +466,7 @@ class ChromaStore:
 
     def _has_parts_collection(self) -> bool:
         """Whether sentence vectors may exist (a read must not create their collection)."""
-        if self.recipe != RECIPE:
+        if self.recipe != SENTENCES_RECIPE:
             return False
         name = f"{self.collection_name}_parts"
         return self._parts is not None or name in {c.name for c in self._client.list_collections()}
@@ -492,7 +497,7 @@ class ChromaStore:
 
     def _add_parts(self, records: list[Record]) -> None:
         """Store the sentence vectors of these records (sentences recipe; the memories are written already)."""
-        if self.recipe != RECIPE:
+        if self.recipe != SENTENCES_RECIPE:
             return
         ids, texts = [], []
         for r in records:
@@ -520,12 +525,12 @@ class ChromaStore:
 
     def _parts_of(self, ids: list[str]) -> dict[str, Any]:
         """These memories' stored sentence vectors, as Chroma's get() gives them (to undo a change)."""
-        if self.recipe != RECIPE:
+        if self.recipe != SENTENCES_RECIPE:
             return {"ids": [], "embeddings": []}
         return self.parts.get(ids=part_ids(ids), include=["embeddings"])
 
     def _delete_parts(self, ids: list[str]) -> None:
-        if self.recipe == RECIPE and ids:
+        if self.recipe == SENTENCES_RECIPE and ids:
             self.parts.delete(ids=part_ids(ids))
             if self._mirror is not None:
                 self._mirror.drop_parts(ids)
@@ -630,7 +635,7 @@ class ChromaStore:
     def pending_parts(self) -> list[str]:
         """The memories whose sentence vectors are yet to be written (marked by a process that stopped first)."""
         self.open()  # first: the collection's recipe is known once it is open
-        if self.recipe != RECIPE:
+        if self.recipe != SENTENCES_RECIPE:
             return []
         return list(self.memories.get(where={PENDING: True}, include=[])["ids"])
 

@@ -24,13 +24,14 @@ from nexus_memory.embedders import Embedder, EmbedderError
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
 from nexus_memory.store import (
     HNSW,
-    RECIPE,
+    TAGS_RECIPE,
     ChromaStore,
     LinkRecord,
     Record,
     StoreError,
     collection_metadata,
     one_line,
+    recipe_for,
 )
 
 FORMAT = "nexus-memory/1"
@@ -166,14 +167,16 @@ def _flush(
 # -- the click group the core CLI mounts as `nexus memory` ---------------------------
 
 
-def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force: bool = False) -> int:
-    """Re-embed every memory with ``target`` and today's recipe; how many (0: already so, nothing done).
+def reindex(
+    store: ChromaStore, target: Embedder, recipe: str = TAGS_RECIPE, progress: bool = False, force: bool = False
+) -> int:
+    """Re-embed every memory with ``target`` and ``recipe``; how many (0: already so, nothing done).
 
     The new vectors go to a fresh collection (the dimension may change), which then takes the old one's name;
     links, ids and times are kept. Run it while no server uses the store.
     """
     store.open()
-    if not force and store.embedder.name == target.name and store.recipe == RECIPE:
+    if not force and store.embedder.name == target.name and store.recipe == recipe:
         return 0
     client, name = store._client, store.collection_name
     fresh_name, old_name = f"{name}_reindex", f"{name}_pre_reindex"
@@ -183,7 +186,7 @@ def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force:
         if leftover in existing:
             raise StoreError(f"collection '{leftover}' exists (an interrupted reindex?): check it, then delete it")
     fresh = client.create_collection(
-        fresh_name, embedding_function=None, configuration={"hnsw": HNSW}, metadata=collection_metadata(target, RECIPE)
+        fresh_name, embedding_function=None, configuration={"hnsw": HNSW}, metadata=collection_metadata(target, recipe)
     )
     fresh_parts = client.create_collection(fresh_parts_name, embedding_function=None, metadata={"nexus_kind": "parts"})
     done = 0
@@ -193,7 +196,7 @@ def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force:
                 records = [
                     Record.from_chroma(*row) for row in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
                 ]
-                _reembed(records, target, fresh, fresh_parts)
+                _reembed(records, target, recipe, fresh, fresh_parts)
                 done += len(records)
                 bar.update(len(records))
     except BaseException:
@@ -209,15 +212,15 @@ def reindex(store: ChromaStore, target: Embedder, progress: bool = False, force:
     if parts_name in existing:
         client.delete_collection(old_parts_name)
     store.close()
-    store.embedder, store.recipe = target, RECIPE
+    store.embedder, store.recipe = target, recipe
     return done
 
 
-def _reembed(records: list[Record], target: Embedder, memories: Any, parts: Any) -> None:
-    """Embed ``records`` with ``target`` on today's recipe into the ``memories`` and ``parts`` collections."""
-    texts = [r.text(RECIPE) for r in records]
-    part_ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(RECIPE)))]
-    vectors = target.embed(texts + [p for r in records for p in r.parts(RECIPE)])
+def _reembed(records: list[Record], target: Embedder, recipe: str, memories: Any, parts: Any) -> None:
+    """Embed ``records`` with ``target`` on ``recipe`` into the ``memories`` and ``parts`` collections."""
+    texts = [r.text(recipe) for r in records]
+    part_ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(recipe)))]
+    vectors = target.embed(texts + [p for r in records for p in r.parts(recipe)])
     for r in records:
         r.parts_pending = False  # a server's pending sentence vectors: written here
     memories.add(
@@ -253,7 +256,8 @@ def _store_from_config(config_path: str | None) -> ChromaStore:
 
     try:
         config, cfg = _configured_from(config_path)
-        return ChromaStore(config.data_dir_for("memory"), cfg.collection, configured(cfg.embedder), cfg.chroma_url)
+        embedder, recipe = configured(cfg.embedder), recipe_for(cfg.sentences)
+        return ChromaStore(config.data_dir_for("memory"), cfg.collection, embedder, cfg.chroma_url, recipe=recipe)
     except (NexusError, EmbedderError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -311,23 +315,23 @@ def import_cmd(config_path: str | None, file: str) -> None:
 @memory_cli.command(
     "reindex",
     help="Re-embed every memory with the configured embedder and text recipe (after changing [plugins.memory] "
-    "embedder). Stop the servers that use the store first.",
+    "embedder or sentences). Stop the servers that use the store first.",
 )
 @click.option("--force", is_flag=True, help="Re-embed even when the collection already uses them.")
 @click.pass_obj
 def reindex_cmd(config_path: str | None, force: bool) -> None:
     store = _store_from_config(config_path)
-    target = store.embedder
+    target, recipe = store.embedder, store.recipe  # the configured ones: open() adopts the collection's
     with _clear_errors():
         store.open()
         before = f"{store.embedder.name} on {store.recipe}"
         try:
-            done = reindex(store, target, progress=True, force=force)
+            done = reindex(store, target, recipe, progress=True, force=force)
         except (StoreError, EmbedderError):
             raise
         except Exception as exc:  # Chroma's own errors, on one line
             raise StoreError(f"reindex failed, the collection is unchanged: {one_line(exc)}") from exc
     if done:
-        click.echo(f"re-embedded {done} memories: {before} -> {target.name} on {RECIPE}", err=True)
+        click.echo(f"re-embedded {done} memories: {before} -> {target.name} on {recipe}", err=True)
     else:
-        click.echo(f"nothing to do: the collection already uses {target.name} on {RECIPE} (--force to redo)", err=True)
+        click.echo(f"nothing to do: the collection already uses {target.name} on {recipe} (--force to redo)", err=True)
