@@ -39,7 +39,6 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +46,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_eval import BM25, DEPTH, KINDS, TOP, Cache, MiniLM, Query, Result, first_rank, load_set, pick
 from recall_models import UseModel
+from recall_tune import exact_boosts, penalties
 
 from nexus_memory import retrieval
 from nexus_memory.embedders import USE_PAIR_MINILM_WEIGHT, is_cjk
@@ -94,21 +94,7 @@ class Replica:
         self.m, self.u = self.m_q @ self.m_doc.T, self.u_q @ self.u_doc.T
         self.cjk = np.array([is_cjk(t) for t in self.qtexts])[:, None]
         self.allowed = np.array([[self._allowed(q, r) for r in records] for q in queries])
-        targets = {t for _, t in supersedes}
-        now = datetime.now(UTC)
-        self.penalty = np.array(
-            [
-                retrieval.age_penalty(r.updated_at, "", now) + (retrieval.SUPERSEDED_PENALTY if r.id in targets else 0)
-                for r in records
-            ]
-        )
-        self.boost = np.zeros_like(self.m)
-        for i, q in enumerate(queries):
-            terms = retrieval.exact_terms(q.text)
-            if terms:
-                self.boost[i] = [
-                    retrieval.BOOST * len(retrieval.matched(terms, r.content)) / len(terms) for r in records
-                ]
+        self.penalty, self.boost = penalties(records, supersedes), exact_boosts(records, queries)
         self.tags = np.array(
             [[bool(retrieval.TagIndex(set(r.tags)).named_in(q.text)) for r in records] for q in queries], float
         )

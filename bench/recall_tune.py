@@ -49,6 +49,28 @@ def tag_hits(query: str, tags: list[str]) -> bool:
     return bool(retrieval.TagIndex(set(tags)).named_in(query))
 
 
+def penalties(records: list[Record], supersedes: list[tuple[str, str]]) -> np.ndarray:
+    """Each memory's penalty as recall applies it: its age (never recalled) and whether another supersedes it."""
+    targets = {t for _, t in supersedes}
+    now = datetime.now(UTC)
+    return np.array(
+        [
+            retrieval.age_penalty(r.updated_at, "", now) + (retrieval.SUPERSEDED_PENALTY if r.id in targets else 0)
+            for r in records
+        ]
+    )
+
+
+def exact_boosts(records: list[Record], queries: list[Query]) -> np.ndarray:
+    """The exact-term boost of each memory for each query (queries x memories)."""
+    boost = np.zeros((len(queries), len(records)))
+    for i, q in enumerate(queries):
+        terms = retrieval.exact_terms(q.text)
+        if terms:
+            boost[i] = [retrieval.BOOST * len(retrieval.matched(terms, r.content)) / len(terms) for r in records]
+    return boost
+
+
 class Replica:
     """The plugin's score for every (query, memory), and the variants on top of it."""
 
@@ -70,21 +92,7 @@ class Replica:
         cjk = np.array([is_cjk(t) for t in qtexts])
         self.sims = np.where(cjk[:, None], self.e5_sims, pair)
         self.allowed = np.array([[self._allowed(q, r) for r in records] for q in queries])
-        targets = {t for _, t in supersedes}
-        now = datetime.now(UTC)
-        self.penalty = np.array(
-            [
-                retrieval.age_penalty(r.updated_at, "", now) + (retrieval.SUPERSEDED_PENALTY if r.id in targets else 0)
-                for r in records
-            ]
-        )
-        self.boost = np.zeros_like(self.sims)
-        for i, q in enumerate(queries):
-            terms = retrieval.exact_terms(q.text)
-            if terms:
-                self.boost[i] = [
-                    retrieval.BOOST * len(retrieval.matched(terms, r.content)) / len(terms) for r in records
-                ]
+        self.penalty, self.boost = penalties(records, supersedes), exact_boosts(records, queries)
         self.tags = np.array([[tag_hits(q.text, r.tags) for r in records] for q in queries], dtype=np.float32)
         self._cache, self._e5 = cache, e5
         self.chunk_sims: np.ndarray | None = None
