@@ -44,9 +44,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_eval import BM25, DEPTH, KINDS, TOP, Cache, MiniLM, Query, Result, first_rank, load_set, pick
+from recall_eval import BM25, KINDS, TOP, Cache, MiniLM, Query, Result, load_set, pick
 from recall_models import UseModel
-from recall_tune import exact_boosts, penalties
+from recall_tune import exact_boosts, filters_allow, penalties, ranked
 
 from nexus_memory import retrieval
 from nexus_memory.embedders import USE_PAIR_MINILM_WEIGHT, is_cjk
@@ -93,20 +93,12 @@ class Replica:
         self.m_q, self.u_q = cache.get(self.mini, self.qtexts, True), cache.get(self.use, self.qtexts, True)
         self.m, self.u = self.m_q @ self.m_doc.T, self.u_q @ self.u_doc.T
         self.cjk = np.array([is_cjk(t) for t in self.qtexts])[:, None]
-        self.allowed = np.array([[self._allowed(q, r) for r in records] for q in queries])
+        self.allowed = filters_allow(records, queries)
         self.penalty, self.boost = penalties(records, supersedes), exact_boosts(records, queries)
         self.tags = np.array(
             [[bool(retrieval.TagIndex(set(r.tags)).named_in(q.text)) for r in records] for q in queries], float
         )
         self._sent: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-    @staticmethod
-    def _allowed(q: Query, r: Record) -> bool:
-        return (
-            (not q.context or r.context == q.context)
-            and (not q.memory_type or r.memory_type == q.memory_type)
-            and (not q.tags or bool(set(q.tags) & set(r.tags)))
-        )
 
     def fuse(self, m: np.ndarray, u: np.ndarray) -> np.ndarray:
         return np.where(self.cjk, u, A * m + (1 - A) * u)
@@ -118,13 +110,7 @@ class Replica:
         return self.fuse(self.m, self.u) + self.extra()
 
     def result(self, score: np.ndarray) -> Result:
-        ids = [r.id for r in self.records]
-        ranks = {}
-        for i, q in enumerate(self.queries):
-            s = np.where(self.allowed[i], score[i], -np.inf)
-            order = np.argsort(-s, kind="stable")[:DEPTH]
-            ranks[q.id] = first_rank([ids[j] for j in order if np.isfinite(s[j])], q.relevant)
-        return Result("", ranks)
+        return ranked(self.records, self.queries, self.allowed, score)
 
     # -- score normalisation ------------------------------------------------------------------
 

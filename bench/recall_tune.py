@@ -61,6 +61,30 @@ def penalties(records: list[Record], supersedes: list[tuple[str, str]]) -> np.nd
     )
 
 
+def filters_allow(records: list[Record], queries: list[Query]) -> np.ndarray:
+    """Whether each query's filters (context, type, tags) let each memory through (queries x memories)."""
+    return np.array([[_allowed(q, r) for r in records] for q in queries])
+
+
+def _allowed(q: Query, r: Record) -> bool:
+    return (
+        (not q.context or r.context == q.context)
+        and (not q.memory_type or r.memory_type == q.memory_type)
+        and (not q.tags or bool(set(q.tags) & set(r.tags)))
+    )
+
+
+def ranked(records: list[Record], queries: list[Query], allowed: np.ndarray, score: np.ndarray) -> Result:
+    """Each query's rank of its first relevant memory, by ``score`` (queries x memories) among those allowed."""
+    ids = [r.id for r in records]
+    ranks = {}
+    for i, q in enumerate(queries):
+        s = np.where(allowed[i], score[i], -np.inf)
+        order = np.argsort(-s, kind="stable")[:DEPTH]
+        ranks[q.id] = first_rank([ids[j] for j in order if np.isfinite(s[j])], q.relevant)
+    return Result("", ranks)
+
+
 def exact_boosts(records: list[Record], queries: list[Query]) -> np.ndarray:
     """The exact-term boost of each memory for each query (queries x memories)."""
     boost = np.zeros((len(queries), len(records)))
@@ -91,19 +115,11 @@ class Replica:
         pair = a * (m_q @ m_doc.T) + (1 - a) * self.e5_sims
         cjk = np.array([is_cjk(t) for t in qtexts])
         self.sims = np.where(cjk[:, None], self.e5_sims, pair)
-        self.allowed = np.array([[self._allowed(q, r) for r in records] for q in queries])
+        self.allowed = filters_allow(records, queries)
         self.penalty, self.boost = penalties(records, supersedes), exact_boosts(records, queries)
         self.tags = np.array([[tag_hits(q.text, r.tags) for r in records] for q in queries], dtype=np.float32)
         self._cache, self._e5 = cache, e5
         self.chunk_sims: np.ndarray | None = None
-
-    @staticmethod
-    def _allowed(q: Query, r: Record) -> bool:
-        return (
-            (not q.context or r.context == q.context)
-            and (not q.memory_type or r.memory_type == q.memory_type)
-            and (not q.tags or bool(set(q.tags) & set(r.tags)))
-        )
 
     def chunks(self) -> np.ndarray:
         """Each memory's best sentence similarity (e5) for each query."""
@@ -121,13 +137,7 @@ class Replica:
         return self.chunk_sims
 
     def result(self, score: np.ndarray) -> Result:
-        ids = [r.id for r in self.records]
-        ranks = {}
-        for i, q in enumerate(self.queries):
-            s = np.where(self.allowed[i], score[i], -np.inf)
-            order = np.argsort(-s, kind="stable")[:DEPTH]
-            ranks[q.id] = first_rank([ids[j] for j in order if np.isfinite(s[j])], q.relevant)
-        return Result("", ranks)
+        return ranked(self.records, self.queries, self.allowed, score)
 
     def base(self) -> np.ndarray:
         return self.sims + self.boost - self.penalty
