@@ -255,7 +255,9 @@ class _Readable:
 class _Stream:
     """What the SDK asks of a stream besides reading or writing: closing it, alone or as a context manager."""
 
-    _closed = False
+    def __init__(self, pipes: ClientPipes) -> None:
+        self._pipes = pipes
+        self._closed = False
 
     def close(self) -> None:
         self._closed = True
@@ -280,8 +282,7 @@ class _Incoming(_Stream):
     """
 
     def __init__(self, pipes: ClientPipes) -> None:
-        self._pipes = pipes
-        self._closed = False
+        super().__init__(pipes)
         self._held: deque[SessionMessage | Exception] = deque()  # read to find the first request, not received
         self.legacy = False
 
@@ -324,10 +325,6 @@ class _Incoming(_Stream):
 
 class _Outgoing(_Stream):
     """The SDK's write stream: ``send`` writes to the client's pipe from the answering task."""
-
-    def __init__(self, pipes: ClientPipes) -> None:
-        self._pipes = pipes
-        self._closed = False
 
     async def send(self, item: SessionMessage) -> None:
         if self._closed:
