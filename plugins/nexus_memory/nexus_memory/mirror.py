@@ -126,11 +126,7 @@ class Mirror:
             owners = [(mid, row) for mid in dict.fromkeys(ids) for row in self._parts.get(mid, {}).values()]
         if not owners:
             return {}
-        dots = np.stack([row for _, row in owners]) @ np.asarray(vector, dtype=np.float32)
-        best: dict[str, float] = {}
-        for (mid, _), dot in zip(owners, dots.tolist(), strict=True):
-            best[mid] = max(dot, best.get(mid, -2.0))
-        return best
+        return best_per_memory([mid for mid, _ in owners], np.stack([row for _, row in owners]), vector)
 
     def drop(self, ids: Sequence[str]) -> None:
         gone = set(ids)
@@ -183,6 +179,17 @@ class Mirror:
             scales = np.zeros(len(bigger), dtype=np.float32)
             scales[: len(self.ids)] = self._scales[: len(self.ids)]
             self._vectors, self._scales = bigger, scales
+
+
+def best_per_memory(owners: Sequence[str], rows: Any, vector: Sequence[float]) -> dict[str, float]:
+    """The best dot product with ``vector`` of each memory's sentence vectors (``rows[i]`` belongs to ``owners[i]``)."""
+    import numpy as np
+
+    dots = np.asarray(rows, dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
+    best: dict[str, float] = {}
+    for mid, dot in zip(owners, dots.tolist(), strict=True):
+        best[mid] = max(dot, best.get(mid, -2.0))
+    return best
 
 
 def _inverse_norms(rows: np.ndarray) -> np.ndarray:
