@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from nexus_memory import retrieval
 from nexus_memory import store as store_module
 from nexus_memory.embedders import create
 from nexus_memory.mirror import Unsupported, allowed
@@ -69,6 +70,7 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
         everyone = list(st.get(list(st.mirror().ids)).values())
         asked = _no_chroma_reads(st, monkeypatch)
         queries = [q["query"] for q in labeled["queries"]] + ["ECONNREFUSED on 5432", "docker postgres"]
+        doubted = 0
         for query in queries:
             asked.clear()
             mirrored = await _recalled(client, st, query, by_chroma=False)
@@ -76,12 +78,20 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
             best = st.best_parts(vector, everyone)
             assert asked == []  # answered in process, the sentence vectors too
             assert mirrored == await _recalled(client, st, query, by_chroma=True), query
-            assert "query" in asked and "parts.get" in asked
+            assert "query" in asked and "parts.query" in asked  # the sentence vectors nearest the query
+            # With a single nearest sentence vector asked for, the candidates left in doubt are read by id: the
+            # same top again.
+            monkeypatch.setattr(retrieval, "PARTS_PER_CANDIDATE", 0.01)
+            asked.clear()
+            assert mirrored == await _recalled(client, st, query, by_chroma=True), query
+            doubted += "parts.get" in asked
+            monkeypatch.setattr(retrieval, "PARTS_PER_CANDIDATE", 3)
             st._mirror_off = True
             try:
                 assert best == pytest.approx(st.best_parts(vector, everyone), abs=1e-5) and len(best) > 40
             finally:
                 st._mirror_off = False
+        assert doubted > len(queries) // 2
         filtered = {"context_filter": "billing-api", "type_filter": "failure", "tag_filter": ["postgres"]}
         for query in queries[:10]:
             mirrored = await _recalled(client, st, query, by_chroma=False, **filtered)

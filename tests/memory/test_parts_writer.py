@@ -96,3 +96,26 @@ async def test_a_stopped_server_leaves_its_pending_memory_marked_and_reindex_wri
     assert st.pending_parts() == [mid] and st.parts.count() == 0
     assert reindex(st, MiniLMEmbedder(), SENTENCES_RECIPE, force=True) == 1
     assert st.pending_parts() == [] and sorted(st.parts.get()["ids"]) == [f"{mid}#{n}" for n in range(3)]
+
+
+async def test_the_writer_waits_for_a_pause_in_the_calls_and_not_for_ever(memory_host) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        writer = runtime_of(host).service().parts
+        writer.delay, writer.quiet = 0.0, 0.3
+
+        async def pending() -> int:
+            return (await call(client, "get_stats"))["parts_pending"]
+
+        with writer.serving():  # a call being served all along: the writer leaves it the cores
+            await store(client, THREE, "ci", ["docker", "ci"])
+            await anyio.sleep(1.5)
+            assert await pending() == 1
+        with anyio.fail_after(60):  # the pause
+            while await pending():
+                await anyio.sleep(0.05)
+        writer.patience = 0.5
+        with writer.serving(), anyio.fail_after(60):  # calls without a pause: written after `patience`
+            await store(client, TWO, "ci", ["docker"])
+            while await pending():
+                await anyio.sleep(0.05)

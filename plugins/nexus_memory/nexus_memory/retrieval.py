@@ -39,6 +39,9 @@ HALF_LIFE_DAYS = 365.0
 # text gains this share of the difference. Chosen on the labeled set's dev half among 0.25-1.0 (bench/
 # recall_ideas.py): recall@5 kept (0.92), MRR 0.783 -> 0.811; more cost paraphrases and symptoms recall@5.
 PART_WEIGHT = 0.25
+# Above the mirror's size, recall asks Chroma for this many sentence vectors nearest the query per candidate (a
+# memory has ~2 on the labeled set); a candidate none of them belongs to is read by id only when in doubt.
+PARTS_PER_CANDIDATE = 3
 PENALTY_MARGIN = 10  # extra candidates fetched without exact terms, for those the penalties may lift into the top
 # With minilm+e5, a memory whose tag the query names as a word gains this: technical names (JWT, Android, Redis)
 # survive in Japanese and Chinese queries where the embedders falter. Chosen on the labeled set's dev half among

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import uuid
 from collections import Counter, defaultdict
@@ -175,6 +176,12 @@ class MemoryService:
     def store_memory(
         self, content: str, context_name: str, tags: list[str], memory_type: str, memory_id: str | None = None
     ) -> StoredMemory:
+        with self.parts.serving():
+            return self._store_memory(content, context_name, tags, memory_type, memory_id)
+
+    def _store_memory(
+        self, content: str, context_name: str, tags: list[str], memory_type: str, memory_id: str | None
+    ) -> StoredMemory:
         content, tags, context = clean_content(content), clean_tags(tags), context_name.strip()
         if not context:
             raise ToolError("context_name is empty: name the project this memory belongs to")
@@ -213,6 +220,18 @@ class MemoryService:
         tags: list[str] | None,
         memory_type: str | None,
         include_archived: bool = False,
+    ) -> RecallResult:
+        with self.parts.serving():
+            return self._recall(query, limit, context, tags, memory_type, include_archived)
+
+    def _recall(
+        self,
+        query: str,
+        limit: int,
+        context: str | None,
+        tags: list[str] | None,
+        memory_type: str | None,
+        include_archived: bool,
     ) -> RecallResult:
         if not query.strip():
             raise ToolError("query is empty: describe the problem or name the error")
@@ -254,12 +273,8 @@ class MemoryService:
             ]
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
-        best = self.store.best_parts(vector, [records[c.id] for c in pool])
-        if best:  # the sentences recipe: a memory's best sentence may be nearer the query than its whole text
-            for c in pool:
-                sentence = best.get(c.id, -2.0) / scale
-                c.part_lift = retrieval.PART_WEIGHT * max(0.0, sentence - c.similarity)
-            ranked = retrieval.rank(pool, len(terms))
+        if self.store.has_parts:  # the sentences recipe: a memory's best sentence may be nearer than its whole text
+            ranked = self._lifted(pool, records, vector, scale, len(terms), limit)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         self._touch([records[c.id] for c in top])
@@ -305,6 +320,38 @@ class MemoryService:
             c.tag_boost = gain if set(named) & set(r.tags) else 0.0
             c.penalty = retrieval.age_penalty(r.updated_at, r.last_recalled_at, stamp)
             c.penalty += retrieval.SUPERSEDED_PENALTY if c.id in superseded else 0.0
+        return retrieval.rank(pool, n_terms)
+
+    def _lifted(
+        self,
+        pool: list[retrieval.Candidate],
+        records: dict[str, Record],
+        vector: list[float],
+        scale: float,
+        n_terms: int,
+        limit: int,
+    ) -> list[retrieval.Candidate]:
+        """The candidates ranked after each is lifted by its best sentence. Chroma is asked for the sentences
+        nearest the query, then by id only for the candidates those leave in doubt: one without a sentence among
+        them whose lift, at most what the farthest of them allows, could still take it into the top ``limit``. The
+        top is the same as with every candidate's sentences read (a test compares them)."""
+        near = max(1, round(retrieval.PARTS_PER_CANDIDATE * len(pool)))
+        best, floor = self.store.nearest_parts(vector, near, [c.id for c in pool])
+
+        def lift(c: retrieval.Candidate, dot: float) -> float:
+            return retrieval.PART_WEIGHT * max(0.0, dot / scale - c.similarity)
+
+        unknown = [c for c in pool if c.id not in best]
+        for c in pool:
+            c.part_lift = lift(c, best[c.id]) if c.id in best else 0.0
+        ranked = retrieval.rank(pool, n_terms)
+        bar = ranked[min(limit, len(ranked)) - 1].score(n_terms) if ranked else 0.0
+        doubt = [c for c in unknown if lift(c, floor) > 0 and c.score(n_terms) + lift(c, floor) >= bar]
+        if not doubt:
+            return ranked
+        exact = self.store.best_parts(vector, [records[c.id] for c in doubt])
+        for c in doubt:
+            c.part_lift = lift(c, exact.get(c.id, -math.inf))
         return retrieval.rank(pool, n_terms)
 
     def _touch(self, records: list[Record]) -> None:

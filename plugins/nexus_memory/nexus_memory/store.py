@@ -18,6 +18,7 @@ adopts them (and says so when the configuration names others) until
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import threading
@@ -471,6 +472,29 @@ class ChromaStore:
         name = f"{self.collection_name}_parts"
         return self._parts is not None or name in {c.name for c in self._client.list_collections()}
 
+    def nearest_parts(self, vector: Sequence[float], n: int, ids: Sequence[str]) -> tuple[dict[str, float], float]:
+        """For each of ``ids`` with a sentence vector among the ``n`` nearest ``vector``, its best dot product with
+        ``vector``; and a bound on every other sentence vector's (-inf: there is none). In process (the mirror),
+        every one of ``ids`` exactly.
+
+        Asking Chroma for the nearest sentence vectors (distances only) costs less than reading the candidates'
+        (10k memories: 1.2 against 1.8 ms for 15 candidates, 1.6 against 4.8 for 50)."""
+        if not ids or not self.has_parts:
+            return {}, -math.inf
+        mirror = self.mirror()
+        if mirror is not None:
+            return mirror.best_parts(vector, ids), -math.inf
+        got = self.parts.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
+        # The collection's space is l2 and sentence vectors have norm 1: a squared distance d is |q|^2 + 1 - 2 dot.
+        norm2 = float(sum(x * x for x in vector))
+        dots = [(norm2 + 1.0 - float(d)) / 2.0 for d in got["distances"][0]]
+        wanted, best = set(ids), {}
+        for pid, dot in zip(got["ids"][0], dots, strict=True):
+            mid = pid.rpartition("#")[0]
+            if mid in wanted and dot > best.get(mid, -math.inf):
+                best[mid] = dot
+        return best, (dots[-1] if len(dots) == n else -math.inf)
+
     def best_parts(self, vector: Sequence[float], records: Sequence[Record]) -> dict[str, float]:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
         if not records or not self.has_parts:
@@ -479,7 +503,7 @@ class ChromaStore:
         if mirror is not None:
             return mirror.best_parts(vector, [r.id for r in records])
         # Only the ids that exist: a memory's sentences say how many vectors it has (none for one sentence, none
-        # yet while pending). Fewer lookups, though recall at 10k still pays ~1.3x: Chroma's get dominates.
+        # yet while pending).
         wanted = [f"{r.id}#{n}" for r in records if not r.parts_pending for n in range(len(r.parts(self.recipe)))]
         if not wanted:
             return {}
