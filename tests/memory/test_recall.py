@@ -67,6 +67,9 @@ def test_the_bound_skips_the_lookup_only_when_no_outsider_can_rank() -> None:
     # Fewer candidates than the limit: anything outside could rank. No exact terms: nothing to look up.
     assert outsider_may_rank(_ranked(sims[:3], [0] * 3, 1), floor=0.85, limit=5, n_terms=1)
     assert not outsider_may_rank(_ranked(sims, [0] * 7, 0), floor=0.7, limit=5, n_terms=0)
+    # A tag the query names: an outsider with it gains the tag boost, terms or not (0.7 + 0.1 > 0.78).
+    assert outsider_may_rank(_ranked(sims, [0] * 7, 0), floor=0.7, limit=5, n_terms=0, gain=0.1)
+    assert not outsider_may_rank(_ranked(sims, [0] * 7, 0), floor=0.6, limit=5, n_terms=0, gain=0.1)
 
 
 def test_the_width_holds_the_tagged_memories_wanted_or_leaves_them_to_a_filtered_query() -> None:
@@ -110,11 +113,24 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
         wide = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         assert not filtered  # half the memories have the tag: the nearest 46 hold the 15 wanted
         monkeypatch.setattr(retrieval, "MAX_TAG_WIDTH", 0)
+        bounded = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
+        # The 15 nearest hold 13 with the tag, not 15, but one further, even with the tag's gain, cannot outscore
+        # the 5th: Chroma is not asked.
+        assert not filtered
+        monkeypatch.setattr(retrieval, "outsider_may_rank", lambda *args, **kwargs: True)
         asked = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
-        assert filtered == [{"tags": {"$contains": "jenkins"}}]  # the 15 nearest do not hold 15 with the tag
-        assert [(m["id"], m["score"]) for m in wide["memories"]] == [(m["id"], m["score"]) for m in asked["memories"]]
+        assert filtered == [{"tags": {"$contains": "jenkins"}}]  # asked all the same: the same top
+        tops = [[(m["id"], m["score"]) for m in out["memories"]] for out in (wide, bounded, asked)]
+        assert tops[0] == tops[1] == tops[2]
+        monkeypatch.undo()
         boosted = [m for m in wide["memories"] if m["tags"] == ["jenkins"]]
         assert boosted and all(m["score"] == pytest.approx(m["similarity"] + TAG_BOOST, abs=2e-4) for m in boosted)
+        # The tag named by a question its memories are far from: none of them could reach the top, so Chroma is
+        # not asked for them.
+        monkeypatch.setattr(st, "query", query)
+        filtered.clear()
+        far = await call(client, "recall_memories", query="which printer cable does the office use, jenkins", limit=5)
+        assert not filtered and far["memories"][0]["tags"] == ["printer"]
 
 
 @pytest.mark.anyio

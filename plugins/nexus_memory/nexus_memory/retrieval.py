@@ -188,13 +188,17 @@ def rank(candidates: list[Candidate], n_terms: int, boost: float = BOOST) -> lis
     return sorted(candidates, key=lambda c: c.score(n_terms, boost), reverse=True)
 
 
-def outsider_may_rank(ranked: list[Candidate], floor: float, limit: int, n_terms: int, boost: float = BOOST) -> bool:
+def outsider_may_rank(
+    ranked: list[Candidate], floor: float, limit: int, n_terms: int, boost: float = BOOST, gain: float = 0.0
+) -> bool:
     """Whether a memory outside the semantic candidates could still reach the top ``limit``.
 
     ``floor`` is the similarity of the least similar candidate; an outsider is
     no more similar (up to the index's approximation), so it scores at most
-    ``floor + boost``.
+    ``floor + boost`` with exact terms, plus ``gain`` for a tag the query names.
+    (A sentence's lift is not counted: the bound holds for the ranking before it.)
     """
-    if not n_terms:
+    if not n_terms and not gain:
         return False
-    return len(ranked) < limit or ranked[limit - 1].score(n_terms, boost) < floor + boost
+    ceiling = floor + (boost if n_terms else 0.0) + gain
+    return len(ranked) < limit or ranked[limit - 1].score(n_terms, boost) < ceiling

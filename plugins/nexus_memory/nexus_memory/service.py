@@ -256,11 +256,20 @@ class MemoryService:
         records = {r.id: r for r, _ in semantic}
         pool = [retrieval.Candidate(r.id, s, retrieval.matched(terms, r.content)) for r, s in semantic]
         if named:  # the nearest memories with a tag the query names, wherever they rank otherwise
-            tagged = [(r, s) for r, s in raw if set(named) & set(r.tags)][:wanted]
-            if len(tagged) < wanted and len(raw) == fetched + extra:  # too few among those fetched: ask Chroma
-                tagged = self.store.query(vector, wanted, with_any_tag(where, named))
-            self._join(pool, records, [(r, s / scale) for r, s in tagged if r.id not in hidden], terms)
+            tagged = [(r, s / scale) for r, s in raw if set(named) & set(r.tags) and r.id not in hidden][:wanted]
+            self._join(pool, records, tagged, terms)
         ranked = self._ranked(pool, records, len(terms), named, gain)
+        # Too few tagged memories among those fetched: Chroma is asked for more (a filtered query, ~9 ms at 10k),
+        # unless none of them, no more similar than the last one fetched, could reach the top even with the gain.
+        if (
+            named
+            and len(tagged) < wanted
+            and len(raw) == fetched + extra
+            and retrieval.outsider_may_rank(ranked, raw[-1][1] / scale, limit, len(terms), gain=gain)
+        ):
+            more = self.store.query(vector, wanted, with_any_tag(where, named))
+            self._join(pool, records, [(r, s / scale) for r, s in more if r.id not in hidden], terms)
+            ranked = self._ranked(pool, records, len(terms), named, gain)
         if not complete and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
             import numpy as np
 
