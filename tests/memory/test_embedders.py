@@ -11,7 +11,7 @@ from mcp import Client
 
 from nexus_memory import embedders
 from nexus_memory.embedders import MINILM_SHA256, EmbedderError, MiniLMEmbedder, _check_sha256, available, create
-from nexus_memory.store import TAGS_RECIPE
+from nexus_memory.store import SENTENCES_RECIPE
 from tests.memory.helpers import call, fails, store
 
 pytestmark = pytest.mark.anyio
@@ -86,7 +86,7 @@ async def test_a_collection_keeps_the_embedder_it_was_made_with(
         assert hit["memories"][0]["id"] == mid
     async with Client(memory_host(embedder="minilm", collection="fresh_minilm").server) as client:
         stats = await call(client, "get_stats")
-        assert (stats["total_memories"], stats["embedder"], stats["embedded_text"]) == (0, "minilm", TAGS_RECIPE)
+        assert (stats["total_memories"], stats["embedder"], stats["embedded_text"]) == (0, "minilm", SENTENCES_RECIPE)
     monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if not p.endswith("site")])
     monkeypatch.delitem(__import__("sys").modules, "hash_embedder_for_tests", raising=False)
     async with Client(memory_host(embedder="minilm").server) as client:

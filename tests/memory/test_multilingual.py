@@ -140,8 +140,8 @@ async def test_the_recipe_is_recorded_and_tags_are_embedded(memory_host) -> None
     async with Client(host.server) as client:
         mid = await store(client, "Raised the Node heap for the webpack build.", "web", ["node", "webpack"])
         st = _store_of(host)
-        assert st.memories.metadata["nexus_text"] == TAGS_RECIPE
-        assert (await call(client, "get_stats"))["embedded_text"] == TAGS_RECIPE
+        assert st.memories.metadata["nexus_text"] == SENTENCES_RECIPE  # the default: tags, content, sentences
+        assert (await call(client, "get_stats"))["embedded_text"] == SENTENCES_RECIPE
         mini = MiniLMEmbedder()
         expected = mini.embed(["node, webpack\nRaised the Node heap for the webpack build."])[0]
         assert st.vectors([mid])[mid] == pytest.approx(expected, abs=1e-5)
@@ -149,6 +149,8 @@ async def test_the_recipe_is_recorded_and_tags_are_embedded(memory_host) -> None
         assert out["changes"] == ["tags"]
         expected = mini.embed(["memory\nRaised the Node heap for the webpack build."])[0]
         assert st.vectors([mid])[mid] == pytest.approx(expected, abs=1e-5)
+    async with Client(memory_host(sentences=False, collection="one_vector").server) as client:
+        assert (await call(client, "get_stats"))["embedded_text"] == TAGS_RECIPE
 
 
 async def test_a_minilm_collection_keeps_working_then_reindex_moves_it(memory_host, tmp_path: Path) -> None:

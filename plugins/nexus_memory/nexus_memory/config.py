@@ -22,9 +22,10 @@ class MemoryConfig(PluginConfig):
         "one it was made with until `nexus memory reindex`.",
     )
     sentences: bool = Field(
-        False,
+        True,
         description="Also embed each sentence of a memory (new collections, and `nexus memory reindex`): recall@5 "
-        "0.909 -> 0.929 on the bench's labeled set; recall costs ~1.3x above 2,000 memories (bench/RESULTS.md).",
+        "0.909 -> 0.929 and MRR up on the bench's labeled set, for ~1.2x the recall time above 2,000 memories and "
+        "about twice the vectors (bench/RESULTS.md); false: one vector per memory.",
     )
     collection: str = Field(
         "nexus_memories",

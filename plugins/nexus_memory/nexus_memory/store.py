@@ -234,7 +234,7 @@ class ChromaStore:
     collection_name: str
     embedder: Embedder  # the configured one; replaced at open by the one the collection was made with
     chroma_url: str | None = None
-    recipe: str = TAGS_RECIPE  # likewise (SENTENCES_RECIPE with `sentences = true`)
+    recipe: str = SENTENCES_RECIPE  # likewise (TAGS_RECIPE with `sentences = false`)
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     _open_lock: threading.Lock = field(default_factory=threading.Lock)
     _client: Any = None
