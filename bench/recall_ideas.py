@@ -64,6 +64,14 @@ _QFORM = re.compile(
 
 
 _SPACED = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")  # a sentence ends at ". " (not inside os.replace)
+# Clauses (fourth round): a piece also ends after a colon, before a clause led by a conjunction (", because",
+# " because", ", so", ", but", ", which", ", when", ...) and at a spaced dash; ``commas``: after every comma too.
+_CLAUSES = re.compile(
+    r"(?<=[.!?。！？；;:])\s*|\n+|,\s+(?=(?:because|so|but|and then|which|since|when|after|before|while)\b)"
+    r"|\s+(?=because\b)|\s+—\s+|\s+-\s+"
+)
+_COMMAS = re.compile(r"(?<=[.!?。！？；;:,，、])\s*|\n+|\s+—\s+")
+SPLITS = {"spaced": _SPACED, "clauses": _CLAUSES, "commas": _COMMAS}
 
 
 def sentences(text: str, min_chars: int = 12, split: re.Pattern[str] = _SENTENCE) -> list[str]:
@@ -145,8 +153,11 @@ class Replica:
                 if recipe == "plugin":  # the plugin's own split (nexus_memory.store.sentences), the whole if none
                     parts.append(r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)])
                     continue
-                ss = sentences(r.content, min_chars, _SPACED if recipe == "spaced" else _SENTENCE)
-                if recipe in ("tags", "spaced") and r.tags:
+                base = recipe.removesuffix("+sentences")
+                ss = sentences(r.content, min_chars, SPLITS.get(base, _SENTENCE))
+                if recipe.endswith("+sentences"):  # the clauses and the sentences, each once
+                    ss = list(dict.fromkeys(sentences(r.content, min_chars) + ss))
+                if recipe != "plain" and r.tags:
                     ss = [", ".join(r.tags) + "\n" + s for s in ss]
                 parts.append(ss)
             flat = [s for p in parts for s in p]
@@ -260,6 +271,9 @@ def variants(rep: Replica) -> dict[str, Callable[[], np.ndarray]]:
     for m in (0.25, 0.5):
         v[f"sent plugin per-vector m {m}"] = lambda m=m: rep.multi(m, "plugin", "per-vector")
         v[f"sent spaced per-vector m {m}"] = lambda m=m: rep.multi(m, "spaced", "per-vector")
+    for recipe in ("clauses", "commas", "clauses+sentences", "commas+sentences"):
+        for m in (0.25, 0.5):
+            v[f"clause {recipe} m {m}"] = lambda m=m, r=recipe: rep.multi(m, r, "per-vector")
     for pool in (15, 30, 50):
         for m in (0.25, 0.5):
             for mode in ("per-model", "per-vector"):

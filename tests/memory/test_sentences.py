@@ -143,3 +143,20 @@ async def test_a_write_whose_sentence_vectors_fail_changes_nothing(
         assert np.allclose(
             [dict(zip(after["ids"], after["embeddings"], strict=True))[i] for i in parts["ids"]], parts["embeddings"]
         )
+
+
+def test_a_long_sentence_is_cut_at_its_clauses() -> None:
+    # A question often matches one clause: the cause or the fix, not both (bench/recall_ideas.py, "clause").
+    assert sentences(
+        "Stripe webhook handler returned 500 because we parsed the JSON body before verifying the signature; "
+        "construct_event needs the raw bytes."
+    ) == [
+        "Stripe webhook handler returned 500",
+        "because we parsed the JSON body before verifying the signature;",
+        "construct_event needs the raw bytes.",
+    ]
+    assert sentences("Probes that check the database restart every pod, so liveness checks the process alone.") == [
+        "Probes that check the database restart every pod",
+        "so liveness checks the process alone.",
+    ]
+    assert sentences("Fixed it. Done.") == []  # pieces under 12 characters: the whole text is the one vector

@@ -13,6 +13,7 @@ from mcp import Client
 from nexus_memory.embedders import create
 from nexus_memory.store import ChromaStore
 from nexus_memory.transfer import export_memories, import_memories, memory_cli
+from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, store
 
 pytestmark = pytest.mark.anyio
@@ -34,8 +35,10 @@ def _snapshot(st: ChromaStore) -> tuple[dict, list]:
 
 
 async def test_round_trip_keeps_everything(memory_host, tmp_path: Path) -> None:
-    async with Client(memory_host().server) as client:
+    host = memory_host()
+    async with Client(host.server) as client:
         a, _, _ = await _fill(client)
+        assert runtime_of(host).service().parts.drain(timeout=60)  # the first memory has two clauses
     src = ChromaStore(tmp_path / "data" / "memory", "nexus_memories", create("minilm"))
     buf = io.StringIO()
     counts = export_memories(src, buf)
