@@ -238,19 +238,19 @@ def graph_data(folder: Path, n: int) -> tuple[Path, Path, list[str]]:
 
 def memory_store(folder: Path, n: int) -> list[memory_bench.Record]:
     """The memory plugin's store of n generated memories in ``folder`` (kept: embedding 100k takes minutes)."""
-    records = memory_bench.generate(n)
-    marker = folder / f".complete-{n}"
-    if marker.exists():
-        return records
     from nexus_memory.config import MemoryConfig
     from nexus_memory.embedders import create
-    from nexus_memory.store import ChromaStore
+    from nexus_memory.store import ChromaStore, recipe_for
 
+    config = MemoryConfig()  # the defaults: a store made with other ones is made again
+    records, recipe = memory_bench.generate(n), recipe_for(config.sentences)
+    marker = folder / f".complete-{n}-{config.embedder}-{recipe}"
+    if marker.exists():
+        return records
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     print(f"embedding {n} memories into {folder} ...", file=sys.stderr, flush=True)
-    config = MemoryConfig()
-    store = ChromaStore(folder, config.collection, create(config.embedder))
+    store = ChromaStore(folder, config.collection, create(config.embedder), recipe=recipe)
     memory_bench.bulk_load(store, records)
     store.close()
     marker.write_text("ok")
