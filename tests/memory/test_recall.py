@@ -77,9 +77,12 @@ def test_the_width_holds_the_tagged_memories_wanted_or_leaves_them_to_a_filtered
     assert tag_width(15, 0.1, 50_000) == 0 and tag_width(15, 0.0, 50_000) == 0  # 225 or more: a filtered query
     assert tag_width(15, 0.5, 19_999) == 0  # a small collection: the filtered query is cheaper
     index = TagIndex()
-    for tags in (["go"], ["go", "db"], [], ["db"]):
-        index.count(tags)
-    assert index.share(["go"]) == 0.5 and index.share(["go", "db"]) == 1.0 and index.share(["rust"]) == 0.0
+    for n, tags in enumerate((["go"], ["go", "db"], [], ["db"])):
+        index.hold(str(n), tags)
+    assert index.share(["go"]) == 0.5 and index.share(["go", "db"]) == 0.75 and index.share(["rust"]) == 0.0
+    index.hold("0", ["db"])  # rewritten with another tag; "1" deleted
+    index.drop(["1"])
+    assert index.holding(["go"]) == set() and index.holding(["db"]) == {"0", "3"} and index.share(["db"]) == 2 / 3
     assert index.named_in("a go question") == ["go"]
 
 
@@ -120,8 +123,17 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
         monkeypatch.setattr(retrieval, "outsider_may_rank", lambda *args, **kwargs: True)
         asked = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         assert filtered == [{"tags": {"$contains": "jenkins"}}]  # asked all the same: the same top
-        tops = [[(m["id"], m["score"]) for m in out["memories"]] for out in (wide, bounded, asked)]
-        assert tops[0] == tops[1] == tops[2]
+        # Above the mirror's size, Chroma is asked among the memories the tag index holds for the tag (an id
+        # list: a filtered query scans every record's metadata).
+        st._mirror_off, among = True, []
+        plain_chroma = st.memories.query
+        monkeypatch.setattr(st.memories, "query", lambda **kw: among.append(kw.get("ids")) or plain_chroma(**kw))
+        by_ids = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
+        st._mirror_off = False
+        assert filtered == [{"tags": {"$contains": "jenkins"}}]  # as before: not a filtered query again
+        assert among[-1] is not None and len(among[-1]) == 60  # the 60 memories with the tag
+        tops = [[(m["id"], m["score"]) for m in out["memories"]] for out in (wide, bounded, asked, by_ids)]
+        assert tops[0] == tops[1] == tops[2] == [(i, pytest.approx(score, abs=2e-4)) for i, score in tops[3]]
         monkeypatch.undo()
         boosted = [m for m in wide["memories"] if m["tags"] == ["jenkins"]]
         assert boosted and all(m["score"] == pytest.approx(m["similarity"] + TAG_BOOST, abs=2e-4) for m in boosted)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -124,28 +124,42 @@ def names(query: str, form: str) -> bool:
 
 
 class TagIndex:
-    """The tags in use, indexed by their first word, so a query is checked only against the tags it may name."""
+    """The tags in use, indexed by their first word, so a query is checked only against the tags it may name; and
+    which memories hold each tag, kept exact by every write."""
 
     def __init__(self, tags: set[str] | None = None) -> None:
         self.by_word: dict[str, set[str]] = {}
         self.other: set[str] = set()  # tags without a Latin letter or digit (e.g. Japanese ones)
-        # How many memories had each tag, of how many, when counted (new memories add to both; an update or a
-        # delete does not subtract): only how wide recall searches for a tag's memories depends on it.
-        self.uses: Counter[str] = Counter()
-        self.memories = 0
+        self.holders: dict[str, set[str]] = {}  # tag -> the memories that have it
+        self._tags_of: dict[str, tuple[str, ...]] = {}  # memory -> its tags
         for tag in tags or ():
             self.add(tag)
 
-    def count(self, tags: list[str]) -> None:
-        """Count one more memory, with these tags."""
-        self.memories += 1
+    @property
+    def memories(self) -> int:
+        return len(self._tags_of)
+
+    def hold(self, memory_id: str, tags: list[str]) -> None:
+        """A memory written with these tags (they replace the ones it had)."""
+        for tag in set(self._tags_of.get(memory_id, ())) - set(tags):
+            self.holders[tag].discard(memory_id)
         for tag in tags:
             self.add(tag)
-            self.uses[tag] += 1
+            self.holders.setdefault(tag, set()).add(memory_id)
+        self._tags_of[memory_id] = tuple(tags)
+
+    def drop(self, memory_ids: Iterable[str]) -> None:
+        for memory_id in memory_ids:
+            for tag in self._tags_of.pop(memory_id, ()):
+                self.holders[tag].discard(memory_id)
+
+    def holding(self, tags: list[str]) -> set[str]:
+        """The memories with any of ``tags``."""
+        return set().union(*(self.holders.get(t, ()) for t in tags))
 
     def share(self, tags: list[str]) -> float:
-        """About what fraction of the memories has any of ``tags``."""
-        return min(1.0, sum(self.uses[t] for t in tags) / self.memories) if self.memories else 0.0
+        """What fraction of the memories has any of ``tags``."""
+        return len(self.holding(tags)) / self.memories if self.memories else 0.0
 
     def add(self, tag: str) -> None:
         words = _ALNUM.findall(tag.lower())

@@ -42,7 +42,7 @@ from nexus_memory.models import (
     UpdatedMemory,
 )
 from nexus_memory.parts_writer import PartsWriter
-from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause, with_any_tag
+from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause
 
 log = logging.getLogger("nexus.memory")
 
@@ -267,7 +267,7 @@ class MemoryService:
             and len(raw) == fetched + extra
             and retrieval.outsider_may_rank(ranked, raw[-1][1] / scale, limit, len(terms), gain=gain)
         ):
-            more = self.store.query(vector, wanted, with_any_tag(where, named))
+            more = self.store.tagged(vector, wanted, where, named)
             self._join(pool, records, [(r, s / scale) for r, s in more if r.id not in hidden], terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
         if not complete and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):

@@ -76,6 +76,16 @@ def sentences(content: str) -> list[str]:
     return found if len(found) >= 2 else []
 
 
+def _nearest(got: dict[str, Any]) -> list[tuple[Record, float]]:
+    """The records of a Chroma query (one query vector) with their cosine similarity."""
+    return [
+        (Record.from_chroma(i, d, m), 1.0 - float(dist))
+        for i, d, m, dist in zip(
+            got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True
+        )
+    ]
+
+
 class StoreError(Exception):
     """Chroma cannot be reached, opened or written; the message says why, in one line."""
 
@@ -594,8 +604,8 @@ class ChromaStore:
     def tag_index(self) -> TagIndex:
         if self._tags is None:
             index = TagIndex()
-            for _, meta in self.all_metadata():
-                index.count(list(meta.get("tags") or []))
+            for memory_id, meta in self.all_metadata():
+                index.hold(memory_id, list(meta.get("tags") or []))
             self._tags = index
         return self._tags
 
@@ -607,8 +617,8 @@ class ChromaStore:
     def _note_tags(self, records: Iterable[Record]) -> None:
         """Keep the tag index and the archived ids up to date with records being written."""
         if self._tags is not None:
-            for tag in {t for r in records for t in r.tags}:
-                self._tags.add(tag)
+            for r in records:
+                self._tags.hold(r.id, r.tags)
         if self._archived is not None:
             for r in records:
                 (self._archived.add if r.archived else self._archived.discard)(r.id)
@@ -618,9 +628,6 @@ class ChromaStore:
             for r in records:
                 r.parts_pending = self._deferred(r)
         self._note_tags(records)
-        if self._tags is not None:
-            for r in records:
-                self._tags.count(r.tags)
         ids, documents, metas = [r.id for r in records], [r.content for r in records], [r.metadata() for r in records]
         self.memories.add(ids=ids, documents=documents, metadatas=metas, embeddings=vectors)
         self._mirrored(ids, documents, metas, vectors)
@@ -751,8 +758,26 @@ class ChromaStore:
         if self._mirror is not None:
             self._mirror.drop(ids)
         self._delete_parts(list(ids))
+        if self._tags is not None:
+            self._tags.drop(ids)
         if self._archived is not None:
             self._archived.difference_update(ids)
+
+    def tagged(
+        self, vector: list[float], n: int, where: dict[str, Any] | None, tags: list[str]
+    ) -> list[tuple[Record, float]]:
+        """The ``n`` memories nearest ``vector`` with any of ``tags`` (and ``where``). Without ``where``, Chroma is
+        asked among the memories the tag index says hold them (10k memories: 5 against 9 ms for a filtered
+        query; with ``where`` as well it took 400 ms)."""
+        if where is not None or self.mirror() is not None:
+            return self.query(vector, n, with_any_tag(where, tags))
+        holding = self.tag_index().holding(tags)
+        if not holding:
+            return []
+        got = self.memories.query(
+            query_embeddings=[vector], n_results=n, ids=sorted(holding), include=["documents", "metadatas", "distances"]
+        )
+        return _nearest(got)
 
     def query(self, vector: list[float], n: int, where: dict[str, Any] | None = None) -> list[tuple[Record, float]]:
         """The ``n`` nearest memories with their cosine similarity, best first."""
@@ -765,12 +790,7 @@ class ChromaStore:
         got = self.memories.query(
             query_embeddings=[vector], n_results=n, where=where, include=["documents", "metadatas", "distances"]
         )
-        return [
-            (Record.from_chroma(i, d, m), 1.0 - float(dist))
-            for i, d, m, dist in zip(
-                got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0], strict=True
-            )
-        ]
+        return _nearest(got)
 
     def containing(
         self, terms: list[str], where: dict[str, Any] | None, limit: int
