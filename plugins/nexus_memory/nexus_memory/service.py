@@ -6,12 +6,15 @@ Every check happens before anything is written, so a refused call changes nothin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import threading
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from nexus_core import ToolError
 from nexus_memory import retrieval
@@ -45,6 +48,7 @@ from nexus_memory.parts_writer import PartsWriter
 from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause
 
 log = logging.getLogger("nexus.memory")
+T = TypeVar("T")
 
 MAX_CONTENT = 100_000
 MAX_TAG = 64
@@ -140,6 +144,17 @@ def counted(counter: Counter[str]) -> list[CountItem]:
     return [CountItem(name=n, count=c) for n, c in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
+def served(method: Callable[..., T]) -> Callable[..., T]:
+    """A call the sentence writer leaves the cores to: it embeds only once such calls pause."""
+
+    @functools.wraps(method)
+    def serve(self: MemoryService, *args: Any, **kwargs: Any) -> T:
+        with self.parts.serving():
+            return method(self, *args, **kwargs)
+
+    return serve
+
+
 class MemoryService:
     """Every write holds ``store.write_lock`` from its first read to its last write, so concurrent calls on
     the same memories never lose an update, and runs in ``store.atomic()``, so a failed one changes nothing.
@@ -173,14 +188,9 @@ class MemoryService:
 
     # -- store / recall -----------------------------------------------------------
 
+    @served
     def store_memory(
         self, content: str, context_name: str, tags: list[str], memory_type: str, memory_id: str | None = None
-    ) -> StoredMemory:
-        with self.parts.serving():
-            return self._store_memory(content, context_name, tags, memory_type, memory_id)
-
-    def _store_memory(
-        self, content: str, context_name: str, tags: list[str], memory_type: str, memory_id: str | None
     ) -> StoredMemory:
         content, tags, context = clean_content(content), clean_tags(tags), context_name.strip()
         if not context:
@@ -212,6 +222,7 @@ class MemoryService:
         with self.store.write_lock, self.store.atomic():
             self.store.delete(list(self.store.get([memory_id])))
 
+    @served
     def recall(
         self,
         query: str,
@@ -220,18 +231,6 @@ class MemoryService:
         tags: list[str] | None,
         memory_type: str | None,
         include_archived: bool = False,
-    ) -> RecallResult:
-        with self.parts.serving():
-            return self._recall(query, limit, context, tags, memory_type, include_archived)
-
-    def _recall(
-        self,
-        query: str,
-        limit: int,
-        context: str | None,
-        tags: list[str] | None,
-        memory_type: str | None,
-        include_archived: bool,
     ) -> RecallResult:
         if not query.strip():
             raise ToolError("query is empty: describe the problem or name the error")
