@@ -119,3 +119,15 @@ async def test_the_writer_waits_for_a_pause_in_the_calls_and_not_for_ever(memory
             await store(client, TWO, "ci", ["docker"])
             while await pending():
                 await anyio.sleep(0.05)
+
+
+async def test_a_recall_right_after_a_store_waits_for_its_sentence_vectors(memory_host) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        runtime_of(host).service().parts.delay = 60.0  # left alone, the writer would wait a minute
+        mid = await store(client, THREE, "ci", ["docker", "ci"])
+        with anyio.fail_after(30):
+            out = await call(client, "recall_memories", query="the Docker layer cache was never reused", limit=1)
+        top = out["memories"][0]
+        assert top["id"] == mid and top["score"] > top["similarity"] + 0.01  # lifted by its sentence already
+        assert (await call(client, "get_stats"))["parts_pending"] == 0

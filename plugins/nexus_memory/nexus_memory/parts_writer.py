@@ -27,9 +27,10 @@ BATCH = 4  # memories per embedding and write: the writer looks for a pause in t
 NICENESS = 10  # below the calls being served (Linux applies it per thread)
 # The writer embeds only once no store or recall has been served for QUIET seconds: embedding beside a call took
 # its CPU on a 2-core machine (store p95 at 10k, back to back: ~45 -> 62-96 ms). Under calls without a pause it
-# writes anyway after PATIENCE seconds.
+# writes anyway once the oldest memory queued has waited PATIENCE seconds (and a recall whose candidates are
+# still pending hurries it: see MemoryService).
 QUIET = 0.25
-PATIENCE = 30.0
+PATIENCE = 10.0
 
 
 class PartsWriter:
@@ -43,6 +44,8 @@ class PartsWriter:
         self._busy = False
         self._wake = threading.Event()
         self._hurry = threading.Event()  # skip the delay: drain() waits, close() stops
+        self._hurried = 0  # drain() calls waiting
+        self._since = 0.0  # when the queue last went from empty to not (time.monotonic)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._resumed = False
@@ -64,6 +67,8 @@ class PartsWriter:
 
     def put(self, ids: Iterable[str]) -> None:
         with self._lock:
+            if not self._queue:
+                self._since = time.monotonic()
             self._queue.update(dict.fromkeys(ids))
             if not self._queue or self._stop.is_set():
                 return
@@ -88,13 +93,18 @@ class PartsWriter:
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until the queue is written (now, not after the delay); False if ``timeout`` passed first."""
-        self._hurry.set()
+        with self._lock:
+            self._hurried += 1
+            self._hurry.set()
         self._wake.set()
         try:
             with self._lock:
                 return self._lock.wait_for(lambda: not self._queue and not self._busy, timeout)
         finally:
-            self._hurry.clear()
+            with self._lock:
+                self._hurried -= 1
+                if not self._hurried and not self._stop.is_set():
+                    self._hurry.clear()
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop after the batch being written; what is queued stays marked for the next start."""
@@ -118,11 +128,11 @@ class PartsWriter:
                     break
 
     def _await_pause(self) -> None:
-        """Wait until no call has been served for ``quiet`` seconds, ``patience`` at most (not when hurried)."""
-        give_up = time.monotonic() + self.patience
+        """Wait until no call has been served for ``quiet`` seconds, until the oldest memory queued has waited
+        ``patience`` at most (not when hurried)."""
         while not self._hurry.is_set():
             with self._lock:
-                now = time.monotonic()
+                now, give_up = time.monotonic(), self._since + self.patience
                 left = self.quiet if self._serving else self._last_call + self.quiet - now
             if left <= 0 or now >= give_up:
                 break

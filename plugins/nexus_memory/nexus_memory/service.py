@@ -61,6 +61,7 @@ TOP_TAGS = 10
 SUGGESTED_TAGS = 3
 TAG_VOTE = 1.0
 TOUCH_DELAY = 30.0  # seconds between the batched writes of last_recalled_at
+PENDING_WAIT = 5.0  # seconds a recall waits for the sentence vectors of candidates just stored
 ARCHIVED_DROPPED = 200  # up to this many archived memories, recall drops them itself instead of asking Chroma
 
 
@@ -282,6 +283,7 @@ class MemoryService:
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
         if self.store.has_parts:  # the sentences recipe: a memory's best sentence may be nearer than its whole text
+            self._await_parts(pool, records)
             ranked = self._lifted(pool, records, vector, scale, len(terms), limit)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
@@ -329,6 +331,13 @@ class MemoryService:
             c.penalty = retrieval.age_penalty(r.updated_at, r.last_recalled_at, stamp)
             c.penalty += retrieval.SUPERSEDED_PENALTY if c.id in superseded else 0.0
         return retrieval.rank(pool, n_terms)
+
+    def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> None:
+        """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried and
+        waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later ones will."""
+        pending = [c.id for c in pool if records[c.id].parts_pending]
+        if pending and self.parts.drain(timeout=PENDING_WAIT):
+            records.update(self.store.get(pending))
 
     def _lifted(
         self,
