@@ -160,3 +160,7 @@ def test_a_long_sentence_is_cut_at_its_clauses() -> None:
         "so liveness checks the process alone.",
     ]
     assert sentences("Fixed it. Done.") == []  # pieces under 12 characters: the whole text is the one vector
+    # A long memory: up to 16 pieces (MiniLM reads only its first 256 tokens whole), the rest shares the 16th.
+    steps = sentences(" ".join(f"Step {n} of the rollout went fine." for n in range(20)))
+    assert len(steps) == 16 and steps[14] == "Step 14 of the rollout went fine."
+    assert steps[15].startswith("Step 15") and steps[15].endswith("Step 19 of the rollout went fine.")

@@ -53,7 +53,10 @@ TAGS_RECIPE = "tags+content"
 LEGACY_RECIPE = "content"
 RECIPES = (SENTENCES_RECIPE, TAGS_RECIPE, LEGACY_RECIPE)
 PENDING = "parts_pending"  # metadata flag: written with a memory whose sentence vectors are written later
-MAX_PARTS = 8  # vectors per memory besides the whole text's; the pieces after the 7th share the 8th
+# Vectors per memory besides the whole text's; the pieces after the 15th share the 16th. MiniLM reads only the first
+# 256 tokens of the whole text, so a long memory is found by its later pieces: on memories of five labeled notes
+# joined (bench/recall_long.py, dev queries) 8 gave recall@5 0.810, 16 and 32 0.833 (one vector: 0.762).
+MAX_PARTS = 16
 MIN_SENTENCE = 12  # characters: a shorter piece ("Fixed.", "v2.") joins no vector of its own
 # A piece ends after . ! ? ; : (also inside os.replace: the pieces shorter than MIN_SENTENCE are dropped) or a CJK
 # full stop, at a line break, at a spaced dash, and before a clause led by "because" or, after a comma, by "so",
