@@ -40,8 +40,8 @@ def joined(records: list[Record]) -> tuple[list[Record], dict[str, str]]:
             group, gid = members[start : start + GROUP], f"long-{project}-{start}"
             tags = list(dict.fromkeys(t for r in group for t in r.tags))[:6]
             first = group[0]
-            out.append(Record(gid, "\n".join(r.content for r in group), "note", project, tags, first.created_at,
-                              first.updated_at))  # fmt: skip
+            text = "\n".join(r.content for r in group)
+            out.append(Record(gid, text, "note", project, tags, first.created_at, first.updated_at))
             owner.update(dict.fromkeys((r.id for r in group), gid))
     return out, owner
 

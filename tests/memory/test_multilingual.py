@@ -219,7 +219,7 @@ async def test_a_failed_reindex_leaves_the_collection_as_it_was(memory_host, mon
         before = st.vectors(ids)
         monkeypatch.setattr("nexus_memory.store.PAGE", 2)  # two pages: the second batch fails
         with pytest.raises(RuntimeError, match="out of memory"):
-            reindex(st, _Failing())  # type: ignore[arg-type]
+            reindex(st, _Failing(), TAGS_RECIPE)  # type: ignore[arg-type]
         assert {c.name for c in st._client.list_collections()} == {"nexus_memories", "nexus_memories_links"}
         assert st.embedder.name == "minilm" and st.vectors(ids) == before
         hit = await call(client, "recall_memories", query="memory number 2 about caching", limit=1)

@@ -757,9 +757,7 @@ class ChromaStore:
         records, vectors, parts = self.get(ids), self.vectors(ids), self._parts_of(ids)
         self._will_undo(lambda: self._add(list(records.values()), [vectors[i] for i in records], with_parts=False))
         self._will_undo(lambda: self._put_parts(parts))
-        self.memories.delete(ids=list(ids))
-        if self._mirror is not None:
-            self._mirror.drop(ids)
+        self._unadd(list(ids))
         self._delete_parts(list(ids))
         if self._tags is not None:
             self._tags.drop(ids)

@@ -24,7 +24,6 @@ from nexus_memory.embedders import Embedder, EmbedderError
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
 from nexus_memory.store import (
     HNSW,
-    TAGS_RECIPE,
     ChromaStore,
     LinkRecord,
     Record,
@@ -167,9 +166,7 @@ def _flush(
 # -- the click group the core CLI mounts as `nexus memory` ---------------------------
 
 
-def reindex(
-    store: ChromaStore, target: Embedder, recipe: str = TAGS_RECIPE, progress: bool = False, force: bool = False
-) -> int:
+def reindex(store: ChromaStore, target: Embedder, recipe: str, progress: bool = False, force: bool = False) -> int:
     """Re-embed every memory with ``target`` and ``recipe``; how many (0: already so, nothing done).
 
     The new vectors go to a fresh collection (the dimension may change), which then takes the old one's name;
@@ -218,9 +215,9 @@ def reindex(
 
 def _reembed(records: list[Record], target: Embedder, recipe: str, memories: Any, parts: Any) -> None:
     """Embed ``records`` with ``target`` on ``recipe`` into the ``memories`` and ``parts`` collections."""
-    texts = [r.text(recipe) for r in records]
-    part_ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(recipe)))]
-    vectors = target.embed(texts + [p for r in records for p in r.parts(recipe)])
+    texts, pieces = [r.text(recipe) for r in records], {r.id: r.parts(recipe) for r in records}
+    part_ids = [f"{mid}#{n}" for mid, texts_of in pieces.items() for n in range(len(texts_of))]
+    vectors = target.embed(texts + [p for texts_of in pieces.values() for p in texts_of])
     for r in records:
         r.parts_pending = False  # a server's pending sentence vectors: written here
     memories.add(
