@@ -74,8 +74,8 @@ class Query:
     memory_type: str | None
 
 
-def load_set(noise: int) -> tuple[list[Record], list[Query], dict[str, str], list[tuple[str, str]]]:
-    data = json.loads(SET.read_text(encoding="utf-8"))
+def load_set(noise: int, path: Path = SET) -> tuple[list[Record], list[Query], dict[str, str], list[tuple[str, str]]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
     ids = {m["key"]: str(uuid.uuid5(NS, m["key"])) for m in data["memories"]}
     records = [
         Record(

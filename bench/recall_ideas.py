@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_eval import BM25, KINDS, TOP, Cache, MiniLM, Query, Result, load_set, pick
+from recall_eval import BM25, KINDS, SET, TOP, Cache, MiniLM, Query, Result, load_set, pick
 from recall_models import UseModel
 from recall_tune import exact_boosts, filters_allow, penalties, ranked
 
@@ -347,8 +347,9 @@ def main() -> None:
     parser.add_argument("--dev-only", action="store_true")
     parser.add_argument("--only", default="", help="regex on variant names")
     parser.add_argument("--second", default="", help="regex: also score these variants on the small set")
+    parser.add_argument("--set", type=Path, default=SET, help="the labeled set (default: bench/recall/recall_set.json)")
     args = parser.parse_args()
-    records, queries, _, supersedes = load_set(0)
+    records, queries, _, supersedes = load_set(0, args.set)
     rep = Replica(records, queries, supersedes, Cache(args.cache))
     dev, test = pick(queries, "dev"), pick(queries, "test")
     head = f"| variant | R@{TOP} | MRR | " + " | ".join(KINDS) + " |\n|---|---|---|" + "---|" * len(KINDS)

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from recall_eval import DEPTH, KINDS, TOP, Query, Result, first_rank, load_set, pick
+from recall_eval import DEPTH, KINDS, SET, TOP, Query, Result, first_rank, load_set, pick
 
 from nexus_memory.embedders import create
 from nexus_memory.service import MemoryService
@@ -91,9 +91,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", action="append", choices=sorted(CONFIGS), help="run only these configurations")
     parser.add_argument("--misses", action="store_true", help="list the test misses of each configuration")
+    parser.add_argument("--set", type=Path, default=SET, help="the labeled set (default: bench/recall/recall_set.json)")
     args = parser.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    records, queries, _, supersedes = load_set(0)
+    records, queries, _, supersedes = load_set(0, args.set)
     print(f"load average at start: {os.getloadavg()}; {len(records)} memories, {len(queries)} queries", flush=True)
     results: dict[str, Result] = {}
     with tempfile.TemporaryDirectory() as tmp:
