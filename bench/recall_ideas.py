@@ -197,6 +197,36 @@ class Replica:
             lift = np.where(keep, lift, 0.0)
         return whole + lift + self.extra()
 
+    # -- the default's knobs (fifth round, set B) -------------------------------------------------
+
+    def knobs(
+        self, a: float = A, part: float = 0.25, boost: float = 1.0, tag: float = TAG_BOOST, penalty: float = 1.0
+    ) -> np.ndarray:
+        """The default (clauses, per-vector lift) with one of its constants moved: ``a`` MiniLM's share of the
+        pair, ``part`` the lift's weight, ``boost`` and ``penalty`` factors on the exact-term boost and the
+        supersedes and age penalties, ``tag`` the tag boost."""
+        whole = np.where(self.cjk, self.u, a * self.m + (1 - a) * self.u)
+        best = self._best_pair("plugin", a)
+        lift = part * np.maximum(0.0, best - whole)
+        return whole + lift + boost * self.boost + tag * self.tags - penalty * self.penalty
+
+    def _best_pair(self, recipe: str, a: float) -> np.ndarray:
+        """The pair cosine of each memory's best sentence vector, the pair weighted ``a``."""
+        key = f"best/{recipe}/{a}"
+        if key not in self._sent:
+            flat, owner = [], []
+            for j, r in enumerate(self.records):
+                ps = r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)]
+                flat += ps
+                owner += [j] * len(ps)
+            m = self.m_q @ self.cache.get(self.mini, flat, False).T
+            u = self.u_q @ self.cache.get(self.use, flat, False).T
+            pair = np.where(self.cjk, u, a * m + (1 - a) * u)
+            best = np.full((len(self.queries), len(self.records)), -np.inf)
+            np.maximum.at(best.T, np.asarray(owner), pair.T)
+            self._sent[key] = (best, best, best)
+        return self._sent[key][0]
+
     # -- pseudo-relevance feedback -------------------------------------------------------------
 
     def rocchio(self, k: int, beta: float, base: np.ndarray | None = None, english_only: bool = False) -> np.ndarray:
@@ -294,6 +324,22 @@ def variants(rep: Replica) -> dict[str, Callable[[], np.ndarray]]:
         v[f"rocchio k {k} b 0.1 english only"] = lambda k=k: rep.rocchio(k, 0.1, english_only=True)
     for m in (0.25, 0.5):
         v[f"rocchio k 3 b 0.1 + sent m {m}"] = lambda m=m: rep.rocchio(3, 0.1, rep.multi(m, "tags", "per-model"))
+    for a in (0.3, 0.4, 0.6, 0.7):
+        v[f"knob minilm share {a}"] = lambda a=a: rep.knobs(a=a)
+    for part in (0.15, 0.35, 0.5):
+        v[f"knob part weight {part}"] = lambda p=part: rep.knobs(part=p)
+    for f in (0.5, 1.5, 2.0):
+        v[f"knob exact boost x{f}"] = lambda f=f: rep.knobs(boost=f)
+    for t in (0.0, 0.02, 0.08):
+        v[f"knob tag boost {t}"] = lambda t=t: rep.knobs(tag=t)
+    for f in (0.0, 2.0):
+        v[f"knob penalties x{f}"] = lambda f=f: rep.knobs(penalty=f)
+    for k, beta in ((3, 0.1), (3, 0.2), (5, 0.1)):
+        v[f"on default: rocchio k {k} b {beta} english only"] = lambda k=k, b=beta: (
+            rep.rocchio(k, b, rep.knobs(), english_only=True) + (rep.knobs() - rep.base())
+        )
+    for w in (0.05, 0.1):
+        v[f"on default: bm25 w {w} stemmed"] = lambda w=w: rep.bm25(w, True) + (1 - w) * (rep.knobs() - rep.base())
     v["rrf minilm use k 60"] = rep.rrf
     for k in (5, 10):
         for g in (0.1, 0.2, 0.3):
@@ -347,10 +393,15 @@ def main() -> None:
     parser.add_argument("--dev-only", action="store_true")
     parser.add_argument("--only", default="", help="regex on variant names")
     parser.add_argument("--second", default="", help="regex: also score these variants on the small set")
-    parser.add_argument("--set", type=Path, default=SET, help="the labeled set (default: bench/recall/recall_set.json)")
+    parser.add_argument(
+        "--set", type=Path, action="append", help="a labeled set (repeat to pool sets; default: set A, recall_set.json)"
+    )
     args = parser.parse_args()
-    records, queries, _, supersedes = load_set(0, args.set)
-    rep = Replica(records, queries, supersedes, Cache(args.cache))
+    reps = []
+    for path in args.set or [SET]:
+        records, queries, _, supersedes = load_set(0, path)
+        reps.append(Replica(records, queries, supersedes, Cache(args.cache)))
+    rep, queries = reps[0], [q for r in reps for q in r.queries]
     dev, test = pick(queries, "dev"), pick(queries, "test")
     head = f"| variant | R@{TOP} | MRR | " + " | ".join(KINDS) + " |\n|---|---|---|" + "---|" * len(KINDS)
 
@@ -358,12 +409,14 @@ def main() -> None:
         kinds = " | ".join(f"{res.r5(pick(qs, kind=k)):.2f}" for k in KINDS)
         return f"| {name} | **{res.r5(qs):.3f}** | {res.mrr(qs):.3f} | {kinds} |"
 
+    tables = [variants(r) for r in reps]
     results: dict[str, Result] = {}
-    print("\n### Dev half (the only figures used to choose)\n\n" + head, flush=True)
-    for name, fn in variants(rep).items():
+    print(f"\n### Dev half of {len(reps)} set(s), {len(dev)} queries (the only figures used to choose)\n\n" + head)
+    for name in tables[0]:
         if args.only and not re.search(args.only, name) and not name.startswith("baseline"):
             continue
-        results[name] = rep.result(fn())
+        pooled = [r.result(table[name]()) for r, table in zip(reps, tables, strict=True)]
+        results[name] = Result(name, {qid: rank for res in pooled for qid, rank in res.ranks.items()})
         print(line(name, results[name], dev), flush=True)
     if args.second:
         second_check(rep.cache, [n for n in results if n.startswith("baseline") or re.search(args.second, n)])
@@ -380,7 +433,7 @@ def main() -> None:
         chosen["the plugin's sentences"] = PLUGIN
     print("\nChosen on dev: " + "; ".join(f"{k}: {n}" for k, n in chosen.items()))
     base = "baseline: the plugin's minilm+use"
-    for half, qs in (("Test half", test), ("All 199", queries)):
+    for half, qs in (("Test half", test), (f"All {len(queries)}", queries)):
         print(f"\n### {half}: the baseline and the dev choices\n\n" + head)
         for name in dict.fromkeys([base, *chosen.values()]):
             print(line(name, results[name], qs))
