@@ -200,19 +200,26 @@ class Replica:
     # -- the default's knobs (fifth round, set B) -------------------------------------------------
 
     def knobs(
-        self, a: float = A, part: float = 0.25, boost: float = 1.0, tag: float = TAG_BOOST, penalty: float = 1.0
+        self,
+        a: float = A,
+        part: float = 0.25,
+        boost: float = 1.0,
+        tag: float = TAG_BOOST,
+        penalty: float = 1.0,
+        cjk_a: float = 0.0,
     ) -> np.ndarray:
         """The default (clauses, per-vector lift) with one of its constants moved: ``a`` MiniLM's share of the
         pair, ``part`` the lift's weight, ``boost`` and ``penalty`` factors on the exact-term boost and the
-        supersedes and age penalties, ``tag`` the tag boost."""
-        whole = np.where(self.cjk, self.u, a * self.m + (1 - a) * self.u)
-        best = self._best_pair("plugin", a)
+        supersedes and age penalties, ``tag`` the tag boost, ``cjk_a`` MiniLM's share for a Japanese or Chinese
+        query (none: USE alone)."""
+        whole = np.where(self.cjk, cjk_a * self.m + (1 - cjk_a) * self.u, a * self.m + (1 - a) * self.u)
+        best = self._best_pair("plugin", a, cjk_a)
         lift = part * np.maximum(0.0, best - whole)
         return whole + lift + boost * self.boost + tag * self.tags - penalty * self.penalty
 
-    def _best_pair(self, recipe: str, a: float) -> np.ndarray:
-        """The pair cosine of each memory's best sentence vector, the pair weighted ``a``."""
-        key = f"best/{recipe}/{a}"
+    def _best_pair(self, recipe: str, a: float, cjk_a: float) -> np.ndarray:
+        """The pair cosine of each memory's best sentence vector, the pair weighted ``a`` (``cjk_a``)."""
+        key = f"best/{recipe}/{a}/{cjk_a}"
         if key not in self._sent:
             flat, owner = [], []
             for j, r in enumerate(self.records):
@@ -221,11 +228,41 @@ class Replica:
                 owner += [j] * len(ps)
             m = self.m_q @ self.cache.get(self.mini, flat, False).T
             u = self.u_q @ self.cache.get(self.use, flat, False).T
-            pair = np.where(self.cjk, u, a * m + (1 - a) * u)
+            pair = np.where(self.cjk, cjk_a * m + (1 - cjk_a) * u, a * m + (1 - a) * u)
             best = np.full((len(self.queries), len(self.records)), -np.inf)
             np.maximum.at(best.T, np.asarray(owner), pair.T)
             self._sent[key] = (best, best, best)
         return self._sent[key][0]
+
+    def query_pieces(self, m: float) -> np.ndarray:
+        """The default, and a query of two or more clauses (``nexus_memory.store.sentences``) also scored by each
+        clause against each memory's whole text and pieces: a memory gains ``m`` x how much nearer its best
+        (clause, piece) pair is than its score by the whole query."""
+        from nexus_memory.store import sentences as pieces
+
+        default = self.knobs()
+        whole = self.fuse(self.m, self.u)
+        best_whole = np.maximum(whole, self._best_pair("plugin", A, 0.0))
+        out = default.copy()
+        flat, owner = [], []
+        for j, r in enumerate(self.records):
+            ps = r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)]
+            flat += ps
+            owner += [j] * len(ps)
+        m_parts, u_parts = self.cache.get(self.mini, flat, False), self.cache.get(self.use, flat, False)
+        for i, text in enumerate(self.qtexts):
+            clauses = pieces(text)
+            if not clauses:
+                continue
+            mq, uq = self.cache.get(self.mini, clauses, True), self.cache.get(self.use, clauses, True)
+            cjk = self.cjk[i, 0]
+            fuse = (lambda mm, uu: uu) if cjk else (lambda mm, uu: A * mm + (1 - A) * uu)
+            on_whole = fuse(mq @ self.m_doc.T, uq @ self.u_doc.T).max(axis=0)
+            on_parts = fuse(mq @ m_parts.T, uq @ u_parts.T).max(axis=0)
+            best = np.full(len(self.records), -np.inf)
+            np.maximum.at(best, np.asarray(owner), on_parts)
+            out[i] += m * np.maximum(0.0, np.maximum(on_whole, best) - best_whole[i])
+        return out
 
     # -- pseudo-relevance feedback -------------------------------------------------------------
 
@@ -326,6 +363,10 @@ def variants(rep: Replica) -> dict[str, Callable[[], np.ndarray]]:
         v[f"rocchio k 3 b 0.1 + sent m {m}"] = lambda m=m: rep.rocchio(3, 0.1, rep.multi(m, "tags", "per-model"))
     for a in (0.3, 0.4, 0.6, 0.7):
         v[f"knob minilm share {a}"] = lambda a=a: rep.knobs(a=a)
+    for a in (0.1, 0.2, 0.3):
+        v[f"knob minilm share for a Japanese or Chinese query {a}"] = lambda a=a: rep.knobs(cjk_a=a)
+    for m in (0.1, 0.25, 0.5):
+        v[f"on default: query clauses m {m}"] = lambda m=m: rep.query_pieces(m)
     for part in (0.15, 0.35, 0.5):
         v[f"knob part weight {part}"] = lambda p=part: rep.knobs(part=p)
     for f in (0.5, 1.5, 2.0):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,45 @@ async def test_a_recall_right_after_a_store_waits_for_its_sentence_vectors(memor
         top = out["memories"][0]
         assert top["id"] == mid and top["score"] > top["similarity"] + 0.01  # lifted by its sentence already
         assert (await call(client, "get_stats"))["parts_pending"] == 0
+
+
+async def test_a_recall_waits_for_its_candidates_sentence_vectors_not_for_the_whole_queue(memory_host) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        writer = runtime_of(host).service().parts
+        writer.delay, writer.quiet, writer.patience = 60.0, 60.0, 3600.0  # unhurried, it would not write now
+        for n in range(10):  # a bulk import queued first
+            await store(client, f"Release {n} shipped late. The changelog job timed out in the pipeline.", "web")
+        mid = await store(client, THREE, "ci", ["docker", "ci"])
+        with anyio.fail_after(30):
+            out = await call(
+                client, "recall_memories", query="the Docker layer cache was never reused", limit=1, context_filter="ci"
+            )
+        top = out["memories"][0]
+        assert top["id"] == mid and top["score"] > top["similarity"] + 0.01  # its own were written first
+        assert (await call(client, "get_stats"))["parts_pending"] > 0  # the import's were not all waited for
+
+
+async def test_a_store_does_not_queue_behind_the_writers_embedding(
+    memory_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = memory_host(sentences=True, embedder="minilm+use")
+    real, embedding = MiniLMEmbedder.embed, threading.Event()
+
+    def embed(self: MiniLMEmbedder, texts: list[str]) -> list[list[float]]:
+        if len(texts) > 1:  # the writer's batch of sentences (a store embeds one text): a slow one
+            embedding.set()
+            time.sleep(3)
+        return real(self, texts)
+
+    monkeypatch.setattr(MiniLMEmbedder, "embed", embed)
+    async with Client(host.server) as client:
+        writer = runtime_of(host).service().parts
+        writer.delay, writer.quiet = 0.0, 0.0
+        await store(client, THREE, "ci", ["docker", "ci"])
+        with anyio.fail_after(30):
+            while not embedding.is_set():
+                await anyio.sleep(0.02)
+        started = time.perf_counter()
+        await store(client, "Pinned the base image digest after an upstream retag broke the build.", "ci")
+        assert time.perf_counter() - started < 1.5  # MiniLM's side thread was not holding the writer's batch

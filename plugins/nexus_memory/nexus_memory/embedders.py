@@ -29,8 +29,9 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
@@ -49,6 +50,19 @@ USE_PAIR = "minilm+use"
 USE_PAIR_MINILM_WEIGHT = 0.5  # chosen on the dev half of the labeled set (bench/recall_models.py: 0.5 and 0.6 tie)
 PAIR_MINILM_WEIGHT = 0.3  # chosen on the dev half of the labeled set (0.2-0.6 tie on recall; 0.3 wins on MRR)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+_thread = threading.local()
+
+
+@contextmanager
+def in_background() -> Iterator[None]:
+    """Embeddings made inside are background work (the sentence writer's): a pair makes them in the calling thread
+    alone, so the side thread stays free for the calls being served, whose MiniLM jobs would otherwise queue
+    behind a batch."""
+    _thread.background = True
+    try:
+        yield
+    finally:
+        _thread.background = False
 
 
 class EmbedderError(Exception):
@@ -311,7 +325,11 @@ class PairEmbedder:
     @classmethod
     def _beside(cls, embed: Callable[[list[str]], list[list[float]]], texts: Sequence[str]) -> Future[Any]:
         """``embed(texts)`` started in the side thread (one per process: MiniLM calls of concurrent requests queue
-        there rather than crowd the two cores)."""
+        there rather than crowd the two cores), or run now in a background thread (``in_background``)."""
+        if getattr(_thread, "background", False):
+            done: Future[Any] = Future()
+            done.set_result(embed(list(texts)))
+            return done
         with cls._side_lock:
             if cls._side is None:
                 cls._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-minilm")

@@ -76,9 +76,10 @@ class RecalledMemory(MemoryListItem):
     content: str
     similarity: float = Field(description="Cosine similarity of meaning between query and memory (-1..1).")
     score: float = Field(
-        description="Added: the ranking score: similarity plus the exact-term boost (and, with minilm+e5, 0.04 "
-        "when the query names one of its tags), minus 0.05 when another memory supersedes it and up to 0.02 for "
-        "age (updated or recalled long ago)."
+        description="Added: the ranking score: similarity, plus a quarter of how much nearer its nearest sentence "
+        "is (sentence vectors), the exact-term boost and, with a pair embedder (the default), 0.04 when the query "
+        "names one of its tags; minus 0.05 when another memory supersedes it and up to 0.02 for age (updated or "
+        "recalled long ago)."
     )
     matched_terms: list[str] = Field(description="Added: exact terms of the query (codes, names) found in it.")
     superseded_by: list[str] = Field(

@@ -16,8 +16,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 
+from nexus_memory.embedders import in_background
 from nexus_memory.store import ChromaStore, one_line
 
 log = logging.getLogger("nexus.memory")
@@ -41,7 +42,7 @@ class PartsWriter:
         self.delay = DELAY
         self._queue: dict[str, None] = {}  # insertion-ordered, without duplicates
         self._lock = threading.Condition()
-        self._busy = False
+        self._writing: set[str] = set()  # the batch being embedded and written
         self._wake = threading.Event()
         self._hurry = threading.Event()  # skip the delay: drain() waits, close() stops
         self._hurried = 0  # drain() calls waiting
@@ -91,15 +92,27 @@ class PartsWriter:
             log.info("memory: %d memories' sentence vectors still to write", len(pending))
             self.put(pending)
 
-    def drain(self, timeout: float | None = None) -> bool:
-        """Wait until the queue is written (now, not after the delay); False if ``timeout`` passed first."""
+    def drain(self, ids: Iterable[str] | None = None, timeout: float | None = None) -> bool:
+        """Wait until the queue is written, or only ``ids``, which go first (now, not after the delay); False if
+        ``timeout`` passed first. A recall waits for its candidates, not for a bulk import queued before them."""
         with self._lock:
+            if ids is None:
+                wanted = None
+            else:
+                wanted = {i for i in ids if i in self._queue or i in self._writing}
+                self._queue = {**dict.fromkeys(i for i in self._queue if i in wanted), **self._queue}
             self._hurried += 1
             self._hurry.set()
         self._wake.set()
+
+        def written() -> bool:
+            if wanted is None:
+                return not self._queue and not self._writing
+            return wanted.isdisjoint(self._queue) and wanted.isdisjoint(self._writing)
+
         try:
             with self._lock:
-                return self._lock.wait_for(lambda: not self._queue and not self._busy, timeout)
+                return self._lock.wait_for(written, timeout)
         finally:
             with self._lock:
                 self._hurried -= 1
@@ -144,7 +157,7 @@ class PartsWriter:
             batch = list(self._queue)[:BATCH]
             for mid in batch:
                 del self._queue[mid]
-            self._busy = bool(batch)
+            self._writing = set(batch)
             if not batch:
                 self._lock.notify_all()
                 return False
@@ -154,7 +167,7 @@ class PartsWriter:
             log.warning("memory: sentence vectors not written (%d memories): %s", len(batch), one_line(exc))
         finally:
             with self._lock:
-                self._busy = False
+                self._writing = set()
                 self._lock.notify_all()
         return True
 
@@ -164,7 +177,8 @@ class PartsWriter:
         unique = list(dict.fromkeys(t for parts in texts.values() for t in parts))
         if not unique:
             return
-        vectors = dict(zip(unique, store.embedder.embed(unique), strict=True))  # the slow part, unlocked
+        with nullcontext() if self._hurry.is_set() else in_background():  # a recall waiting: both cores are its
+            vectors = dict(zip(unique, store.embedder.embed(unique), strict=True))  # the slow part, unlocked
         embedded = {i: (parts, [vectors[t] for t in parts]) for i, parts in texts.items() if parts}
         with store.write_lock, store.atomic():
             written = store.write_parts(embedded)

@@ -333,10 +333,11 @@ class MemoryService:
         return retrieval.rank(pool, n_terms)
 
     def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> None:
-        """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried and
-        waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later ones will."""
+        """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
+        those first and waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later
+        ones will."""
         pending = [c.id for c in pool if records[c.id].parts_pending]
-        if pending and self.parts.drain(timeout=PENDING_WAIT):
+        if pending and self.parts.drain(pending, timeout=PENDING_WAIT):
             records.update(self.store.get(pending))
 
     def _lifted(
