@@ -113,7 +113,8 @@ class Replica:
         self.tags = np.array(
             [[bool(retrieval.TagIndex(set(r.tags)).named_in(q.text)) for r in records] for q in queries], float
         )
-        self._sent: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._sent: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._best: dict[tuple[float, float], np.ndarray] = {}
 
     def fuse(self, m: np.ndarray, u: np.ndarray) -> np.ndarray:
         return np.where(self.cjk, u, A * m + (1 - A) * u)
@@ -213,26 +214,31 @@ class Replica:
         supersedes and age penalties, ``tag`` the tag boost, ``cjk_a`` MiniLM's share for a Japanese or Chinese
         query (none: USE alone)."""
         whole = np.where(self.cjk, cjk_a * self.m + (1 - cjk_a) * self.u, a * self.m + (1 - a) * self.u)
-        best = self._best_pair("plugin", a, cjk_a)
+        best = self._best_pair(a, cjk_a)
         lift = part * np.maximum(0.0, best - whole)
         return whole + lift + boost * self.boost + tag * self.tags - penalty * self.penalty
 
-    def _best_pair(self, recipe: str, a: float, cjk_a: float) -> np.ndarray:
-        """The pair cosine of each memory's best sentence vector, the pair weighted ``a`` (``cjk_a``)."""
-        key = f"best/{recipe}/{a}/{cjk_a}"
-        if key not in self._sent:
-            flat, owner = [], []
-            for j, r in enumerate(self.records):
-                ps = r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)]
-                flat += ps
-                owner += [j] * len(ps)
+    def _pieces(self) -> tuple[list[str], np.ndarray]:
+        """Every memory's pieces as the plugin embeds them (its whole text when it has none), and whose each is."""
+        flat: list[str] = []
+        owner: list[int] = []
+        for j, r in enumerate(self.records):
+            ps = r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)]
+            flat += ps
+            owner += [j] * len(ps)
+        return flat, np.asarray(owner)
+
+    def _best_pair(self, a: float, cjk_a: float) -> np.ndarray:
+        """The pair cosine of each memory's best piece, the pair weighted ``a`` (``cjk_a`` for a CJK query)."""
+        if (a, cjk_a) not in self._best:
+            flat, owner = self._pieces()
             m = self.m_q @ self.cache.get(self.mini, flat, False).T
             u = self.u_q @ self.cache.get(self.use, flat, False).T
             pair = np.where(self.cjk, cjk_a * m + (1 - cjk_a) * u, a * m + (1 - a) * u)
             best = np.full((len(self.queries), len(self.records)), -np.inf)
-            np.maximum.at(best.T, np.asarray(owner), pair.T)
-            self._sent[key] = (best, best, best)
-        return self._sent[key][0]
+            np.maximum.at(best.T, owner, pair.T)
+            self._best[a, cjk_a] = best
+        return self._best[a, cjk_a]
 
     def query_pieces(self, m: float) -> np.ndarray:
         """The default, and a query of two or more clauses (``nexus_memory.store.sentences``) also scored by each
@@ -242,13 +248,9 @@ class Replica:
 
         default = self.knobs()
         whole = self.fuse(self.m, self.u)
-        best_whole = np.maximum(whole, self._best_pair("plugin", A, 0.0))
+        best_whole = np.maximum(whole, self._best_pair(A, 0.0))
         out = default.copy()
-        flat, owner = [], []
-        for j, r in enumerate(self.records):
-            ps = r.parts(SENTENCES_RECIPE) or [r.text(SENTENCES_RECIPE)]
-            flat += ps
-            owner += [j] * len(ps)
+        flat, owner = self._pieces()
         m_parts, u_parts = self.cache.get(self.mini, flat, False), self.cache.get(self.use, flat, False)
         for i, text in enumerate(self.qtexts):
             clauses = pieces(text)
@@ -260,7 +262,7 @@ class Replica:
             on_whole = fuse(mq @ self.m_doc.T, uq @ self.u_doc.T).max(axis=0)
             on_parts = fuse(mq @ m_parts.T, uq @ u_parts.T).max(axis=0)
             best = np.full(len(self.records), -np.inf)
-            np.maximum.at(best, np.asarray(owner), on_parts)
+            np.maximum.at(best, owner, on_parts)
             out[i] += m * np.maximum(0.0, np.maximum(on_whole, best) - best_whole[i])
         return out
 
