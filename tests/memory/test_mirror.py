@@ -4,6 +4,7 @@ by every write, dropped by a failed one, and never used for a Chroma server or p
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,16 @@ LABELED = Path(__file__).parents[2] / "bench" / "memory_recall_set.json"
 
 
 def _no_chroma_reads(st: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record every query or get that reaches Chroma's memories or sentence vectors collection."""
+    """Record every query or get that reaches Chroma's memories or sentence vectors collection (" beside": asked
+    from recall's side thread)."""
     asked: list[str] = []
     for collection, prefix in ((st.memories, ""), (st.parts, "parts.")):
         for name in ("query", "get"):
             real = getattr(collection, name)
 
             def spy(*args: Any, _real: Any = real, _name: str = prefix + name, **kwargs: Any) -> Any:
-                asked.append(_name)
+                beside = threading.current_thread().name.startswith("nexus-memory-recall")
+                asked.append(_name + (" beside" if beside else ""))
                 return _real(*args, **kwargs)
 
             monkeypatch.setattr(collection, name, spy)
@@ -78,7 +81,8 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
             best = st.best_parts(vector, everyone)
             assert asked == []  # answered in process, the sentence vectors too
             assert mirrored == await _recalled(client, st, query, by_chroma=True), query
-            assert "query" in asked and "parts.query" in asked  # the sentence vectors nearest the query
+            # The sentence vectors nearest the query, asked for beside the candidates' query.
+            assert "query" in asked and "parts.query beside" in asked
             # With a single nearest sentence vector asked for, the candidates left in doubt are read by id: the
             # same top again.
             monkeypatch.setattr(retrieval, "PARTS_PER_CANDIDATE", 0.01)

@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -45,7 +46,7 @@ from nexus_memory.models import (
     UpdatedMemory,
 )
 from nexus_memory.parts_writer import PartsWriter
-from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause
+from nexus_memory.store import PENDING, ChromaStore, LinkRecord, PartHits, Record, where_clause
 
 log = logging.getLogger("nexus.memory")
 T = TypeVar("T")
@@ -175,6 +176,7 @@ class MemoryService:
         self._closing = False
         self._stop = threading.Event()
         self.parts = PartsWriter(store)  # sentence vectors, written in the background
+        self._beside = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nexus-memory-recall")
         store.parts_later = self.parts.put
 
     def _one(self, memory_id: str, what: str = "memory_id") -> Record:
@@ -250,6 +252,7 @@ class MemoryService:
         wanted = limit + retrieval.PENALTY_MARGIN + extra  # of the memories with a named tag
         width = retrieval.tag_width(wanted, index.share(named), index.memories) if index is not None and named else 0
         fetched = max(n, width)
+        early = self._early_parts(vector, n)
         raw = self.store.query(vector, fetched + extra, where)
         complete = len(raw) < n + extra  # every memory the filters allow was returned: none is outside
         semantic = [(r, s / scale) for r, s in raw if r.id not in hidden][:n]
@@ -283,8 +286,9 @@ class MemoryService:
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
         if self.store.has_parts:  # the sentences recipe: a memory's best sentence may be nearer than its whole text
-            self._await_parts(pool, records)
-            ranked = self._lifted(pool, records, vector, scale, len(terms), limit)
+            if self._await_parts(pool, records):
+                early = None  # asked for before these were written
+            ranked = self._lifted(pool, records, vector, scale, len(terms), limit, early)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         self._touch([records[c.id] for c in top])
@@ -332,13 +336,22 @@ class MemoryService:
             c.penalty += retrieval.SUPERSEDED_PENALTY if c.id in superseded else 0.0
         return retrieval.rank(pool, n_terms)
 
-    def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> None:
+    def _early_parts(self, vector: list[float], n: int) -> Future[PartHits] | None:
+        """The sentence vectors nearest the query, asked for beside the candidates' query: both need only the query's
+        vector (``n`` candidates are expected; more make more of them read by id). None in process (the mirror)."""
+        if not self.store.has_parts or self.store.mirror() is not None:
+            return None
+        near = max(1, round(retrieval.PARTS_PER_CANDIDATE * n))
+        return self._beside.submit(self.store.nearest_part_dots, vector, near)
+
+    def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> bool:
         """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
         those first and waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later
         ones will."""
         pending = [c.id for c in pool if records[c.id].parts_pending]
         if pending and self.parts.drain(pending, timeout=PENDING_WAIT):
             records.update(self.store.get(pending))
+        return bool(pending)
 
     def _lifted(
         self,
@@ -348,13 +361,15 @@ class MemoryService:
         scale: float,
         n_terms: int,
         limit: int,
+        early: Future[PartHits] | None = None,
     ) -> list[retrieval.Candidate]:
         """The candidates ranked after each is lifted by its best sentence. Chroma is asked for the sentences
         nearest the query, then by id only for the candidates those leave in doubt: one without a sentence among
         them whose lift, at most what the farthest of them allows, could still take it into the top ``limit``. The
         top is the same as with every candidate's sentences read (a test compares them)."""
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * len(pool)))
-        best, floor = self.store.nearest_parts(vector, near, [c.id for c in pool])
+        found = early.result() if early is not None else None
+        best, floor = self.store.nearest_parts(vector, near, [c.id for c in pool], found)
 
         def lift(c: retrieval.Candidate, dot: float) -> float:
             return retrieval.PART_WEIGHT * max(0.0, dot / scale - c.similarity)
@@ -411,6 +426,7 @@ class MemoryService:
     def close(self) -> None:
         """Write what is queued and stop the worker threads (queued sentence vectors stay marked for later)."""
         self.parts.close()
+        self._beside.shutdown(wait=True)
         self._closing = True
         self._stop.set()
         self._touch_wake.set()

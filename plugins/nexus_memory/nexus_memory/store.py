@@ -89,6 +89,9 @@ def _nearest(got: dict[str, Any]) -> list[tuple[Record, float]]:
     ]
 
 
+PartHits = tuple[list[tuple[str, float]], float]  # (memory id, dot product) of the nearest sentences; a bound
+
+
 class StoreError(Exception):
     """Chroma cannot be reached, opened or written; the message says why, in one line."""
 
@@ -491,10 +494,12 @@ class ChromaStore:
         name = f"{self.collection_name}_parts"
         return self._parts is not None or name in {c.name for c in self._client.list_collections()}
 
-    def nearest_parts(self, vector: Sequence[float], n: int, ids: Sequence[str]) -> tuple[dict[str, float], float]:
+    def nearest_parts(
+        self, vector: Sequence[float], n: int, ids: Sequence[str], found: PartHits | None = None
+    ) -> tuple[dict[str, float], float]:
         """For each of ``ids`` with a sentence vector among the ``n`` nearest ``vector``, its best dot product with
         ``vector``; and a bound on every other sentence vector's (-inf: there is none). In process (the mirror),
-        every one of ``ids`` exactly.
+        every one of ``ids`` exactly. ``found``: what ``nearest_part_dots(vector, n)`` returned, asked for earlier.
 
         Asking Chroma for the nearest sentence vectors (distances only) costs less than reading the candidates'
         (10k memories: 1.2 against 1.8 ms for 15 candidates, 1.6 against 4.8 for 50)."""
@@ -503,16 +508,22 @@ class ChromaStore:
         mirror = self.mirror()
         if mirror is not None:
             return mirror.best_parts(vector, ids), -math.inf
+        hits, floor = found if found is not None else self.nearest_part_dots(vector, n)
+        wanted, best = set(ids), {}
+        for mid, dot in hits:
+            if mid in wanted and dot > best.get(mid, -math.inf):
+                best[mid] = dot
+        return best, floor
+
+    def nearest_part_dots(self, vector: Sequence[float], n: int) -> PartHits:
+        """The memories of the ``n`` sentence vectors nearest ``vector`` with each one's dot product, and a bound on
+        every other sentence vector's (-inf: there is none)."""
         got = self.parts.query(query_embeddings=[list(vector)], n_results=n, include=["distances"])
         # The collection's space is l2 and sentence vectors have norm 1: a squared distance d is |q|^2 + 1 - 2 dot.
         norm2 = float(sum(x * x for x in vector))
         dots = [(norm2 + 1.0 - float(d)) / 2.0 for d in got["distances"][0]]
-        wanted, best = set(ids), {}
-        for pid, dot in zip(got["ids"][0], dots, strict=True):
-            mid = pid.rpartition("#")[0]
-            if mid in wanted and dot > best.get(mid, -math.inf):
-                best[mid] = dot
-        return best, (dots[-1] if len(dots) == n else -math.inf)
+        hits = [(pid.rpartition("#")[0], dot) for pid, dot in zip(got["ids"][0], dots, strict=True)]
+        return hits, (dots[-1] if len(dots) == n else -math.inf)
 
     def best_parts(self, vector: Sequence[float], records: Sequence[Record]) -> dict[str, float]:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
