@@ -13,6 +13,9 @@ by the light mode and by the default in turn, and every store alternates the sam
 copies of the base vectors as their sentences', as many as their text has sentences) against ``minilm+use`` on
 the default recipe (``tags+content``), interleaved the same way.
 
+``--side-query`` times only ``minilm+use`` with sentence vectors, asking for the sentence vectors nearest the query
+beside the candidates' query (the plugin) and after it (as before), switched call by call on one store.
+
 ``--sequential-pair`` adds a row: the default's store and service with the pair embedding MiniLM then e5 one
 after the other (as before they ran side by side), swapped in call by call. ``--filtered-tags`` adds one where
 recall asks Chroma for the memories with a named tag by a filtered query every time (``MAX_TAG_WIDTH = 0``, as
@@ -48,6 +51,7 @@ from nexus_memory.store import SENTENCES_RECIPE, TAGS_RECIPE, ChromaStore
 SEQUENTIAL = "minilm+e5 sequential"
 WITH_SENTENCES = "minilm+use, sentences"
 FILTERED = "minilm+e5 filtered tags"
+AFTER = "minilm+use, sentences, asked after the candidates"
 
 
 def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
@@ -76,6 +80,7 @@ def main() -> None:
     parser.add_argument("--cache", default=None)
     parser.add_argument("--use", action="store_true", help="also the default minilm+use (bench/recall_models.py)")
     parser.add_argument("--sentences", action="store_true", help="only minilm+use with and without sentence vectors")
+    parser.add_argument("--side-query", action="store_true", help="only sentences, their query beside or after")
     parser.add_argument("--sequential-pair", action="store_true", help="also time the pair run one model at a time")
     parser.add_argument("--filtered-tags", action="store_true", help="also time a filtered query for named tags")
     args = parser.parse_args()
@@ -85,14 +90,16 @@ def main() -> None:
     cache, pair = Cache(args.cache), PairEmbedder()
     m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
     bases: dict[str, np.ndarray] = {}
-    if not args.sentences:
+    if not (args.sentences or args.side_query):
         e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
         bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
-    if args.use or args.sentences:
+    if args.use or args.sentences or args.side_query:
         u, up = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False), UsePairEmbedder()
         bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
-    if args.sentences:
+    if args.sentences or args.side_query:
         bases[WITH_SENTENCES] = bases["minilm+use"]
+    if args.side_query:
+        del bases["minilm+use"]
     with tempfile.TemporaryDirectory() as tmp:
         services = {n: filled(Path(tmp), n, b, args.size) for n, b in bases.items()}
         embedders = {n: s.store.embedder for n, s in services.items()}
@@ -102,9 +109,14 @@ def main() -> None:
             widths[SEQUENTIAL] = retrieval.MAX_TAG_WIDTH
         if args.filtered_tags:
             services[FILTERED], embedders[FILTERED], widths[FILTERED] = services["minilm+e5"], embedders["minilm+e5"], 0
+        early = {n: s._early_parts for n, s in services.items()}
+        if args.side_query:
+            services[AFTER], embedders[AFTER] = services[WITH_SENTENCES], embedders[WITH_SENTENCES]
+            widths[AFTER], early[AFTER] = retrieval.MAX_TAG_WIDTH, lambda vector, n: None
 
         def use(name: str) -> MemoryService:
             services[name].store.embedder, retrieval.MAX_TAG_WIDTH = embedders[name], widths[name]
+            services[name]._early_parts = early[name]  # type: ignore[method-assign]
             return services[name]
 
         times: dict[str, dict[str, list[float]]] = {n: {"recall": [], "store": []} for n in services}
@@ -120,11 +132,12 @@ def main() -> None:
         for i, q in enumerate(queries[:100]):
             # A memory of the labeled set (two to four sentences, as memories are) or, before sentence vectors,
             # the query as a one-sentence note: the figures of earlier runs.
-            text = f"{labeled[i].content} (bench {i})" if args.sentences else f"Bench note {i}: {q.text} was fixed."
+            sentences = args.sentences or args.side_query
+            text = f"{labeled[i].content} (bench {i})" if sentences else f"Bench note {i}: {q.text} was fixed."
             for n in services:
                 s = use(n)
                 t0 = time.perf_counter()
-                s.store_memory(text, "bench", labeled[i].tags if args.sentences else [], "note")
+                s.store_memory(text, "bench", labeled[i].tags if sentences else [], "note")
                 times[n]["store"].append((time.perf_counter() - t0) * 1000)
         for s in set(services.values()):
             s.close()
@@ -136,8 +149,10 @@ def main() -> None:
     pairs = [(n, "minilm") for n in ("minilm+e5", "minilm+use") if n in times and "minilm" in times] + [
         ("minilm+e5", n) for n in (SEQUENTIAL, FILTERED) if n in times
     ]
-    if WITH_SENTENCES in times:
+    if WITH_SENTENCES in times and "minilm+use" in times:
         pairs.append((WITH_SENTENCES, "minilm+use"))
+    if AFTER in times:
+        pairs.append((WITH_SENTENCES, AFTER))
     for top, bottom in pairs:
         b, a = times[top], times[bottom]
         for k in ("recall", "store"):

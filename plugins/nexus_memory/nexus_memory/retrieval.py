@@ -40,8 +40,9 @@ HALF_LIFE_DAYS = 365.0
 # recall_ideas.py), and again with clauses: recall@5 0.930 and MRR 0.816 at 0.25, 0.920 and 0.825 at 0.5; more
 # cost paraphrases and symptoms recall@5.
 PART_WEIGHT = 0.25
-# Above the mirror's size, recall asks Chroma for this many sentence vectors nearest the query per candidate (a
-# memory has ~2 on the labeled set); a candidate none of them belongs to is read by id only when in doubt.
+# Above the mirror's size, recall asks Chroma for this many sentence vectors nearest the query per candidate expected
+# (a memory has ~2 on the labeled set), beside the candidates' query; a candidate none of them belongs to is read by
+# id only when in doubt.
 PARTS_PER_CANDIDATE = 3
 PENALTY_MARGIN = 10  # extra candidates fetched without exact terms, for those the penalties may lift into the top
 # With minilm+e5, a memory whose tag the query names as a word gains this: technical names (JWT, Android, Redis)
