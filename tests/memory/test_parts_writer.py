@@ -174,3 +174,33 @@ async def test_a_store_does_not_queue_behind_the_writers_embedding(
         started = time.perf_counter()
         await store(client, "Pinned the base image digest after an upstream retag broke the build.", "ci")
         assert time.perf_counter() - started < 1.5  # MiniLM's side thread was not holding the writer's batch
+
+
+async def test_sentence_vectors_written_while_a_recall_asked_for_them_beside_are_asked_for_again(
+    memory_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        service = runtime_of(host).service()
+        st, writer = service.store, service.parts
+        writer.delay, writer.quiet, writer.patience = 60.0, 60.0, 3600.0
+        await store(client, "Rotated the signing keys. Then the old tokens failed.", "auth")
+        mid = await store(client, THREE, "ci", ["docker", "ci"])  # both pending
+        st._mirror_off = True  # Chroma's path, where the sentence vectors are asked for beside the candidates'
+        real_dots, real_query, written = st.nearest_part_dots, st.query, threading.Event()
+
+        def dots_then_write(vector: Any, n: int) -> Any:
+            hits = real_dots(vector, n)  # none of theirs yet
+            assert writer.drain(timeout=60)  # and now they are written, before the candidates are read
+            written.set()
+            return hits
+
+        def query_after(*args: Any, **kwargs: Any) -> Any:
+            assert written.wait(60)
+            return real_query(*args, **kwargs)
+
+        monkeypatch.setattr(st, "nearest_part_dots", dots_then_write)
+        monkeypatch.setattr(st, "query", query_after)
+        out = await call(client, "recall_memories", query="the Docker layer cache was never reused", limit=1)
+        top = out["memories"][0]
+        assert top["id"] == mid and top["score"] > top["similarity"] + 0.01  # lifted: its sentences asked for again

@@ -286,9 +286,8 @@ class MemoryService:
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
         if self.store.has_parts:  # the sentences recipe: a memory's best sentence may be nearer than its whole text
-            if self._await_parts(pool, records):
-                early = None  # asked for before these were written
-            ranked = self._lifted(pool, records, vector, scale, len(terms), limit, early)
+            waited = self._await_parts(pool, records)
+            ranked = self._lifted(pool, records, vector, scale, len(terms), limit, None if waited else early)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         self._touch([records[c.id] for c in top])
@@ -336,13 +335,15 @@ class MemoryService:
             c.penalty += retrieval.SUPERSEDED_PENALTY if c.id in superseded else 0.0
         return retrieval.rank(pool, n_terms)
 
-    def _early_parts(self, vector: list[float], n: int) -> Future[PartHits] | None:
+    def _early_parts(self, vector: list[float], n: int) -> tuple[Future[PartHits], int] | None:
         """The sentence vectors nearest the query, asked for beside the candidates' query: both need only the query's
-        vector (``n`` candidates are expected; more make more of them read by id). None in process (the mirror)."""
-        if not self.store.has_parts or self.store.mirror() is not None:
+        vector (``n`` candidates are expected; more make more of them read by id); and the store's ``parts_epoch``
+        then. None in process (the mirror), or while sentence vectors are being written."""
+        epoch = self.store.parts_epoch
+        if not self.store.has_parts or self.store.mirror() is not None or epoch % 2:
             return None
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * n))
-        return self._beside.submit(self.store.nearest_part_dots, vector, near)
+        return self._beside.submit(self.store.nearest_part_dots, vector, near), epoch
 
     def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> bool:
         """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
@@ -361,14 +362,15 @@ class MemoryService:
         scale: float,
         n_terms: int,
         limit: int,
-        early: Future[PartHits] | None = None,
+        early: tuple[Future[PartHits], int] | None = None,
     ) -> list[retrieval.Candidate]:
         """The candidates ranked after each is lifted by its best sentence. Chroma is asked for the sentences
         nearest the query, then by id only for the candidates those leave in doubt: one without a sentence among
         them whose lift, at most what the farthest of them allows, could still take it into the top ``limit``. The
         top is the same as with every candidate's sentences read (a test compares them)."""
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * len(pool)))
-        found = early.result() if early is not None else None
+        # What was asked for beside the candidates' query, unless sentence vectors were written since.
+        found = early[0].result() if early is not None and early[1] == self.store.parts_epoch else None
         best, floor = self.store.nearest_parts(vector, near, [c.id for c in pool], found)
 
         def lift(c: retrieval.Candidate, dot: float) -> float:

@@ -279,6 +279,9 @@ class ChromaStore:
     # A small embedded collection, in this process (see the mirror module); off for a larger one until reopened.
     _mirror: Mirror | None = None
     _mirror_off: bool = False
+    # Counted up before and after every write of sentence vectors (odd while one is under way): a recall that asked
+    # for them beside its other query uses that answer only if no write began or ended meanwhile.
+    parts_epoch: int = 0
 
     @property
     def backend(self) -> str:
@@ -566,7 +569,8 @@ class ChromaStore:
     def _put_parts(self, got: dict[str, Any]) -> None:
         if len(got["ids"]):
             vectors = [list(map(float, v)) for v in got["embeddings"]]
-            self.parts.add(ids=list(got["ids"]), embeddings=vectors)
+            with self._changing_parts():
+                self.parts.add(ids=list(got["ids"]), embeddings=vectors)
             if self._mirror is not None:
                 self._mirror.put_parts(list(got["ids"]), vectors)
 
@@ -578,7 +582,8 @@ class ChromaStore:
 
     def _delete_parts(self, ids: list[str]) -> None:
         if self.recipe == SENTENCES_RECIPE and ids:
-            self.parts.delete(ids=part_ids(ids))
+            with self._changing_parts():
+                self.parts.delete(ids=part_ids(ids))
             if self._mirror is not None:
                 self._mirror.drop_parts(ids)
 
@@ -694,14 +699,23 @@ class ChromaStore:
         ids = [f"{i}#{n}" for i in ready for n in range(len(embedded[i][0]))]
         vectors = [list(map(float, v)) for i in ready for v in embedded[i][1]]
         self._will_undo(lambda: self._delete_parts(ready))
-        # upsert: a process killed between these two writes left the same vectors (stale ones go when it changes)
-        self.parts.upsert(ids=ids, embeddings=vectors)
-        if self._mirror is not None:
-            self._mirror.put_parts(ids, vectors)
-        self.memories.update(ids=ready, metadatas=[{PENDING: False} for _ in ready])
+        with self._changing_parts():
+            # upsert: a process killed between these two writes left the same vectors (stale ones go when it changes)
+            self.parts.upsert(ids=ids, embeddings=vectors)
+            if self._mirror is not None:
+                self._mirror.put_parts(ids, vectors)
+            self.memories.update(ids=ready, metadatas=[{PENDING: False} for _ in ready])
         if self._mirror is not None:
             self._mirror.merge_meta(ready, {PENDING: False})
         return ready
+
+    @contextmanager
+    def _changing_parts(self) -> Iterator[None]:
+        self.parts_epoch += 1
+        try:
+            yield
+        finally:
+            self.parts_epoch += 1
 
     def _upsert(self, record: Record, vector: list[float]) -> None:
         self._note_tags([record])
