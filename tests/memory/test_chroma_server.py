@@ -5,14 +5,17 @@ from __future__ import annotations
 import importlib.metadata
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
 
+from nexus_memory.store import ChromaStore
 from tests.conftest import free_port
 from tests.memory.helpers import call, store
 
@@ -59,13 +62,24 @@ def chroma_server(tmp_path: Path) -> Iterator[str]:
             proc.kill()
 
 
-async def test_store_and_recall_on_a_chroma_server(memory_host, chroma_server: str, tmp_path: Path) -> None:
+async def test_store_and_recall_on_a_chroma_server(
+    memory_host, chroma_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, askers = ChromaStore.nearest_part_dots, []
+
+    def nearest_part_dots(self: ChromaStore, *args: Any) -> Any:
+        askers.append(threading.current_thread().name)
+        return real(self, *args)
+
+    monkeypatch.setattr(ChromaStore, "nearest_part_dots", nearest_part_dots)
     async with Client(memory_host(chroma_url=chroma_server).server) as client:
         a = await store(client, "gRPC calls fail with DEADLINE_EXCEEDED under load.", "gateway", ["grpc"], "failure")
         b = await store(client, "Per-method deadlines fixed the gRPC timeouts.", "gateway", ["grpc"], "success")
         await call(client, "link_memories", source_id=b, target_id=a, relation_type="supersedes", reason="fix")
         hit = await call(client, "recall_memories", query="DEADLINE_EXCEEDED when the service is busy", limit=1)
         assert hit["memories"][0]["id"] == a
+        # Asked after the candidates, not beside them: other processes may write sentence vectors there meanwhile.
+        assert askers and not [name for name in askers if name.startswith("nexus-memory-recall")]
         assert (await call(client, "get_stats"))["backend"] == chroma_server
     assert not (tmp_path / "data" / "memory" / "chroma").exists()  # nothing embedded: it is all on the server
 

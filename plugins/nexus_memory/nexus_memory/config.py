@@ -25,8 +25,8 @@ class MemoryConfig(PluginConfig):
         True,
         description="Also embed each sentence (a long one cut at its clauses) of a memory (new collections, and "
         "`nexus memory reindex`): MRR 0.791 -> 0.804 and recall@5 0.909 -> 0.919 on the bench's labeled set, for "
-        "~1.2x the recall time above 2,000 memories and about 3.7x the vectors (bench/RESULTS.md); false: one vector "
-        "per memory.",
+        "1.0-1.1x the recall time above 2,000 memories and about 3.7x the vectors (bench/RESULTS.md); false: one "
+        "vector per memory.",
     )
     collection: str = Field(
         "nexus_memories",

@@ -338,9 +338,10 @@ class MemoryService:
     def _early_parts(self, vector: list[float], n: int) -> tuple[Future[PartHits], int] | None:
         """The sentence vectors nearest the query, asked for beside the candidates' query: both need only the query's
         vector (``n`` candidates are expected; more make more of them read by id); and the store's ``parts_epoch``
-        then. None in process (the mirror), or while sentence vectors are being written."""
-        epoch = self.store.parts_epoch
-        if not self.store.has_parts or self.store.mirror() is not None or epoch % 2:
+        then. None in process (the mirror), while sentence vectors are being written, and on a Chroma server: the
+        epoch counts this process's writes only, and other processes may write there."""
+        epoch, st = self.store.parts_epoch, self.store
+        if not st.has_parts or st.chroma_url or st.mirror() is not None or epoch % 2:
             return None
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * n))
         return self._beside.submit(self.store.nearest_part_dots, vector, near), epoch
