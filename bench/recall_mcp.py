@@ -9,8 +9,9 @@ straight after, no pause.
 through the relay to the shared server it starts, as a desktop client launches it. Unlike `recall_plugin.py`,
 memories are stamped now, not with the set's dates (the tools take none), so the age penalty does not apply;
 and the first recalls find memories whose sentence vectors the background writer has not yet written, which
-they wait for. Prints recall@5 and MRR per half and kind, the recall latency (p50, p95, the first recall, the
-slowest; then every query again), and how many memories still waited for their sentence vectors when the recalls began.
+they wait for. Prints recall@5 and MRR per half, kind and language pair, the store and recall latency (p50, p95,
+the first recall, the slowest; then every query again), and how many memories still waited for their sentence
+vectors when the recalls began.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import time
 from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from recall_eval import KINDS, SET, TOP, Query, Result, first_rank, load_set, pick
+from memory_bench import pct
+from recall_eval import SET, Query, Result, first_rank, load_set
+from recall_plugin import report
 
 from nexus_memory.store import Record
 
@@ -39,39 +42,41 @@ async def run(records: list[Record], queries: list[Query], supersedes: list[tupl
         started, ids, stores = time.perf_counter(), {}, []
         for rec in records:
             args = {"content": rec.content, "context_name": rec.context, "tags": rec.tags}
-            args["memory_type"] = rec.memory_type
-            t = time.perf_counter()
-            out = await s.call_tool("store_memory", args)
-            stores.append(1000 * (time.perf_counter() - t))
-            ids[rec.id] = out.structured_content["memory_id"]
+            ms, out = await timed(s, "store_memory", {**args, "memory_type": rec.memory_type})
+            stores.append(ms)
+            ids[rec.id] = out["memory_id"]
         for source, target in supersedes:
             await s.call_tool(
                 "link_memories", {"source_id": ids[source], "target_id": ids[target], "relation_type": "supersedes"}
             )
         stats = (await s.call_tool("get_stats", {})).structured_content
-        stores.sort()
         print(
             f"stored {len(records)} memories in {time.perf_counter() - started:.1f} s "
-            f"(p50 {stores[len(stores) // 2]:.1f}, p95 {stores[int(0.95 * len(stores))]:.1f} ms); "
+            f"(p50 {pct(stores, 50):.1f}, p95 {pct(stores, 95):.1f} ms); "
             f"{stats.get('parts_pending', '?')} still wait for their sentence vectors",
             flush=True,
         )
         back = {v: k for k, v in ids.items()}
-        ranks, times = {}, []
+        ranks, times = {}, {"straight after the stores": [], "every query again": []}
         for q in queries:
-            t = time.perf_counter()
-            out = await s.call_tool("recall_memories", recall_args(q))
-            times.append(time.perf_counter() - t)
-            got = [back[m["id"]] for m in out.structured_content["memories"]]
-            ranks[q.id] = first_rank(got, q.relevant)
-        again = [await timed(s, recall_args(q)) for q in queries]
-    report(Result("nexus serve", ranks), queries, times, again)
+            ms, out = await timed(s, "recall_memories", recall_args(q))
+            times["straight after the stores"].append(ms)
+            ranks[q.id] = first_rank([back[m["id"]] for m in out["memories"]], q.relevant)
+        for q in queries:
+            times["every query again"].append((await timed(s, "recall_memories", recall_args(q)))[0])
+    report({"nexus serve": Result("nexus serve", ranks)}, queries)
+    for name, ms in times.items():
+        print(
+            f"\nrecall through MCP, {name}, ms: p50 {pct(ms, 50):.1f}, p95 {pct(ms, 95):.1f}, first {ms[0]:.1f}, "
+            f"slowest {max(ms):.1f} (load {os.getloadavg()[0]:.1f})"
+        )
 
 
-async def timed(session: ClientSession, args: dict) -> float:
+async def timed(session: ClientSession, tool: str, args: dict) -> tuple[float, dict]:
+    """The call's time in ms, and its structured result."""
     started = time.perf_counter()
-    await session.call_tool("recall_memories", args)
-    return time.perf_counter() - started
+    out = await session.call_tool(tool, args)
+    return 1000 * (time.perf_counter() - started), out.structured_content
 
 
 def recall_args(q: Query) -> dict:
@@ -80,19 +85,6 @@ def recall_args(q: Query) -> dict:
         if value:
             args[key] = value
     return args
-
-
-def report(res: Result, queries: list[Query], times: list[float], again: list[float]) -> None:
-    print(f"\n| half | R@{TOP} | MRR | " + " | ".join(KINDS) + " | n |\n|---|---|---|" + "---|" * len(KINDS) + "---|")
-    for half, qs in (("test", pick(queries, "test")), ("dev", pick(queries, "dev")), ("all", queries)):
-        kinds = " | ".join(f"{res.r5(pick(qs, kind=k)):.2f}" for k in KINDS)
-        print(f"| {half} | **{res.r5(qs):.3f}** | {res.mrr(qs):.3f} | {kinds} | {len(qs)} |")
-    for name, run in (("straight after the stores", times), ("every query again", again)):
-        ms = sorted(1000 * t for t in run)
-        print(
-            f"\nrecall through MCP, {name}, ms: p50 {ms[len(ms) // 2]:.1f}, p95 {ms[int(0.95 * len(ms))]:.1f}, "
-            f"first {1000 * run[0]:.1f}, slowest {ms[-1]:.1f} (load {os.getloadavg()[0]:.1f})"
-        )
 
 
 def main() -> None:
