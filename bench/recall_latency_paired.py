@@ -62,9 +62,8 @@ def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
     store.open()
     for start in range(0, size, 5000):
         store._add(records[start : start + 5000], vectors[start : start + 5000].tolist(), with_parts=False)
-    if (
-        recipe == SENTENCES_RECIPE
-    ):  # the sentence vectors, in bulk as the memories' (embedding 10k texts would take long)
+    # The sentence vectors, in bulk as the memories' (embedding 10k texts would take long).
+    if recipe == SENTENCES_RECIPE:
         ids = [f"{r.id}#{n}" for r in records for n in range(len(r.parts(recipe)))]
         parts = bulk_vectors(base, len(ids) + len(base), seed=31)[len(base) :]
         for start in range(0, len(ids), 5000):
@@ -84,19 +83,20 @@ def main() -> None:
     parser.add_argument("--sequential-pair", action="store_true", help="also time the pair run one model at a time")
     parser.add_argument("--filtered-tags", action="store_true", help="also time a filtered query for named tags")
     args = parser.parse_args()
+    sentences = args.sentences or args.side_query  # stores with sentence vectors
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
     texts = [r.text(SENTENCES_RECIPE) for r in labeled] + [r.text(SENTENCES_RECIPE) for r in generate(690, seed=29)]
     cache, pair = Cache(args.cache), PairEmbedder()
     m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
     bases: dict[str, np.ndarray] = {}
-    if not (args.sentences or args.side_query):
+    if not sentences:
         e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
         bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
-    if args.use or args.sentences or args.side_query:
+    if args.use or sentences:
         u, up = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False), UsePairEmbedder()
         bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
-    if args.sentences or args.side_query:
+    if sentences:
         bases[WITH_SENTENCES] = bases["minilm+use"]
     if args.side_query:
         del bases["minilm+use"]
@@ -132,7 +132,6 @@ def main() -> None:
         for i, q in enumerate(queries[:100]):
             # A memory of the labeled set (two to four sentences, as memories are) or, before sentence vectors,
             # the query as a one-sentence note: the figures of earlier runs.
-            sentences = args.sentences or args.side_query
             text = f"{labeled[i].content} (bench {i})" if sentences else f"Bench note {i}: {q.text} was fixed."
             for n in services:
                 s = use(n)
