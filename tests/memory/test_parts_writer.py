@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 
 from nexus_memory.embedders import MiniLMEmbedder, create
+from nexus_memory.service import MemoryService
 from nexus_memory.store import SENTENCES_RECIPE, ChromaStore, sentences
 from nexus_memory.transfer import reindex
 from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
@@ -204,3 +205,94 @@ async def test_sentence_vectors_written_while_a_recall_asked_for_them_beside_are
         out = await call(client, "recall_memories", query="the Docker layer cache was never reused", limit=1)
         top = out["memories"][0]
         assert top["id"] == mid and top["score"] > top["similarity"] + 0.01  # lifted: its sentences asked for again
+
+
+QUERY = "the Docker layer cache was never reused"
+BILLING = "Renamed the staging bucket for the billing reports. The old name clashed with production."
+
+
+@pytest.mark.parametrize("mirrored", [False, True])
+async def test_a_recall_during_an_update_never_shows_the_new_content_lifted_by_the_old_sentences(
+    memory_host, monkeypatch: pytest.MonkeyPatch, mirrored: bool
+) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        service = runtime_of(host).service()
+        st = service.store
+        mid = await store(client, THREE, "ci", ["ci"])
+        assert service.parts.drain(timeout=120)
+        before = service.recall(QUERY, 1, None, None, None).memories[0]
+        assert before.id == mid and before.score > before.similarity + 0.01  # its old sentences lift it
+        if not mirrored:
+            st._mirror_off, st._mirror = True, None  # Chroma's path, as above MIRROR_MAX memories
+        real, seen = st._upsert, []
+
+        def upsert(record: Any, vector: Any) -> None:
+            real(record, vector)
+            if record.content != THREE:  # the update's write: a recall now, before the update has returned
+                seen.extend(m for m in service.recall(QUERY, 5, None, None, None).memories if m.id == mid)
+
+        monkeypatch.setattr(st, "_upsert", upsert)
+        service.update(mid, "Renamed the staging bucket for the billing reports.", None, None)
+        (during,) = seen
+        assert during.content.startswith("Renamed") and during.score == pytest.approx(during.similarity, abs=1e-3)
+
+
+async def test_sentence_vectors_written_before_a_side_query_ran_do_not_lift_the_content_read_before_them(
+    memory_host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        service = runtime_of(host).service()
+        st = service.store
+        mid = await store(client, BILLING, "ops")
+        for i in range(5):
+            await store(client, f"Payroll export note {i}: the CSV has a header row. It is sent on Fridays.", "hr")
+        assert service.parts.drain(timeout=120)
+        st._mirror_off, st._mirror = True, None  # Chroma's path, where the side query runs beside the candidates'
+        release, read, out = threading.Event(), threading.Event(), {}
+        busy = [service._beside.submit(release.wait, 60) for _ in range(2)]  # other recalls' side queries
+        real_query = st.query
+
+        def query(*args: Any, **kwargs: Any) -> Any:
+            got = real_query(*args, **kwargs)
+            read.set()
+            return got
+
+        monkeypatch.setattr(st, "query", query)
+        racing = threading.Thread(target=lambda: out.setdefault("m", service.recall(QUERY, 6, None, None, None)))
+        racing.start()
+        assert read.wait(60)  # the candidates are read (the memory as BILLING); its side query has not run
+        service.update(mid, THREE, None, None)
+        assert service.parts.drain(timeout=120)  # THREE's sentence vectors are written
+        release.set()
+        racing.join(60)
+        assert all(b.result() for b in busy)
+        got = next(m for m in out["m"].memories if m.id == mid)
+        settled = next(m for m in service.recall(QUERY, 6, None, None, None).memories if m.id == mid)
+        assert (got.content, got.score) == (settled.content, settled.score) and got.content == THREE
+
+
+async def test_a_recall_under_way_when_the_service_closes_still_answers(tmp_path: Path) -> None:
+    st = ChromaStore(tmp_path, "mems", create("minilm"), recipe=SENTENCES_RECIPE)
+    service = MemoryService(st)
+    service.store_memory(THREE, "ci", [], "insight")
+    assert service.parts.drain(timeout=60)
+    st._mirror_off = True  # Chroma's path: the side query is submitted after the query is embedded
+    embedding, go, out = threading.Event(), threading.Event(), {}
+    real = st.embed_query
+
+    def slow(query: str) -> Any:
+        embedding.set()
+        assert go.wait(30)
+        return real(query)
+
+    st.embed_query = slow  # type: ignore[method-assign]
+    recall = threading.Thread(target=lambda: out.setdefault("r", service.recall("docker cache", 3, None, None, None)))
+    recall.start()
+    assert embedding.wait(30)
+    service.close()  # the server stops while the recall is under way
+    go.set()
+    recall.join(30)
+    assert [m.content for m in out["r"].memories] == [THREE]
+    st.close()

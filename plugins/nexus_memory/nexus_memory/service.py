@@ -63,6 +63,7 @@ SUGGESTED_TAGS = 3
 TAG_VOTE = 1.0
 TOUCH_DELAY = 30.0  # seconds between the batched writes of last_recalled_at
 PENDING_WAIT = 5.0  # seconds a recall waits for the sentence vectors of candidates just stored
+RECALL_TRIES = 3  # a recall during which sentence vectors were written is made again, up to this many times in all
 ARCHIVED_DROPPED = 200  # up to this many archived memories, recall drops them itself instead of asking Chroma
 
 
@@ -237,6 +238,26 @@ class MemoryService:
     ) -> RecallResult:
         if not query.strip():
             raise ToolError("query is empty: describe the problem or name the error")
+        # The candidates and their sentence vectors are read one after the other: when sentence vectors were
+        # written in between, a memory may have been shown as it was, lifted by its new sentences. Asked again.
+        for _ in range(RECALL_TRIES):
+            epoch = self.store.parts_epoch
+            result, top = self._recall(query, limit, context, tags, memory_type, include_archived)
+            if epoch == self.store.parts_epoch and not epoch % 2:
+                break
+        self._touch(top)
+        return result
+
+    def _recall(
+        self,
+        query: str,
+        limit: int,
+        context: str | None,
+        tags: list[str] | None,
+        memory_type: str | None,
+        include_archived: bool,
+    ) -> tuple[RecallResult, list[Record]]:
+        """The answer, and the memories in it as read."""
         hidden = set() if include_archived else self.store.archived_ids()
         # Few archived memories are dropped from the candidates; many are filtered by Chroma (which costs more).
         by_chroma = len(hidden) > ARCHIVED_DROPPED
@@ -290,7 +311,6 @@ class MemoryService:
             ranked = self._lifted(pool, records, vector, scale, len(terms), limit, None if waited else early)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
-        self._touch([records[c.id] for c in top])
         memories = [
             RecalledMemory(
                 **list_item(records[c.id]).model_dump(),
@@ -302,7 +322,8 @@ class MemoryService:
             )
             for c in top
         ]
-        return RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
+        found = RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
+        return found, [records[c.id] for c in top]
 
     @staticmethod
     def _join(
@@ -344,7 +365,10 @@ class MemoryService:
         if not st.has_parts or st.chroma_url or st.mirror() is not None or epoch % 2:
             return None
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * n))
-        return self._beside.submit(self.store.nearest_part_dots, vector, near), epoch
+        try:
+            return self._beside.submit(self.store.nearest_part_dots, vector, near), epoch
+        except RuntimeError:  # the service is closing: asked after the candidates, as on a Chroma server
+            return None
 
     def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> bool:
         """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
@@ -370,8 +394,11 @@ class MemoryService:
         them whose lift, at most what the farthest of them allows, could still take it into the top ``limit``. The
         top is the same as with every candidate's sentences read (a test compares them)."""
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * len(pool)))
-        # What was asked for beside the candidates' query, unless sentence vectors were written since.
-        found = early[0].result() if early is not None and early[1] == self.store.parts_epoch else None
+        # What was asked for beside the candidates' query, unless sentence vectors were written since: compared
+        # once it is answered (it may have run only now, after a write).
+        found = early[0].result() if early is not None else None
+        if early is not None and early[1] != self.store.parts_epoch:
+            found = None
         best, floor = self.store.nearest_parts(vector, near, [c.id for c in pool], found)
 
         def lift(c: retrieval.Candidate, dot: float) -> float:

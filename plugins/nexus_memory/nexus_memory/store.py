@@ -24,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -282,6 +282,8 @@ class ChromaStore:
     # Counted up before and after every write of sentence vectors (odd while one is under way): a recall that asked
     # for them beside its other query uses that answer only if no write began or ended meanwhile.
     parts_epoch: int = 0
+    _changes: int = 0  # changes of sentence vectors under way
+    _epoch_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def backend(self) -> str:
@@ -571,8 +573,8 @@ class ChromaStore:
             vectors = [list(map(float, v)) for v in got["embeddings"]]
             with self._changing_parts():
                 self.parts.add(ids=list(got["ids"]), embeddings=vectors)
-            if self._mirror is not None:
-                self._mirror.put_parts(list(got["ids"]), vectors)
+                if self._mirror is not None:
+                    self._mirror.put_parts(list(got["ids"]), vectors)
 
     def _parts_of(self, ids: list[str]) -> dict[str, Any]:
         """These memories' stored sentence vectors, as Chroma's get() gives them (to undo a change)."""
@@ -584,8 +586,8 @@ class ChromaStore:
         if self.recipe == SENTENCES_RECIPE and ids:
             with self._changing_parts():
                 self.parts.delete(ids=part_ids(ids))
-            if self._mirror is not None:
-                self._mirror.drop_parts(ids)
+                if self._mirror is not None:
+                    self._mirror.drop_parts(ids)
 
     def _restore_parts(self, ids: list[str], got: dict[str, Any]) -> None:
         self._delete_parts(ids)
@@ -660,16 +662,18 @@ class ChromaStore:
         changed = old.parts(self.recipe) != record.parts(self.recipe)
         if changed:
             record.parts_pending = self._deferred(record)
-        self._will_undo(lambda: self._upsert(old, old_vector))
-        self._upsert(record, vector if vector is not None else old_vector)
-        if changed:
-            old_parts = self._parts_of([record.id])
-            self._will_undo(lambda: self._restore_parts([record.id], old_parts))
-            self._delete_parts([record.id])  # the old sentences no longer lift it, even while the new are pending
-            if record.parts_pending:
-                self._later([record.id])
-            else:
-                self._add_parts([record])
+        with self._changing_parts() if changed else nullcontext():
+            if changed:  # the old sentences go first: no reader sees the new content lifted by them
+                old_parts = self._parts_of([record.id])
+                self._will_undo(lambda: self._restore_parts([record.id], old_parts))
+                self._delete_parts([record.id])
+            self._will_undo(lambda: self._upsert(old, old_vector))
+            self._upsert(record, vector if vector is not None else old_vector)
+            if changed:
+                if record.parts_pending:
+                    self._later([record.id])
+                else:
+                    self._add_parts([record])
 
     def _deferred(self, record: Record) -> bool:
         """Whether this record's sentence vectors are to be written later (then its metadata says so)."""
@@ -711,11 +715,19 @@ class ChromaStore:
 
     @contextmanager
     def _changing_parts(self) -> Iterator[None]:
-        self.parts_epoch += 1
+        """Bracket a change of sentence vectors: the epoch is odd from the first one begun to the last one ended
+        (they nest, and an undo may run in another thread than the writer's)."""
+        with self._epoch_lock:
+            self._changes += 1
+            if self._changes == 1:
+                self.parts_epoch += 1
         try:
             yield
         finally:
-            self.parts_epoch += 1
+            with self._epoch_lock:
+                self._changes -= 1
+                if not self._changes:
+                    self.parts_epoch += 1
 
     def _upsert(self, record: Record, vector: list[float]) -> None:
         self._note_tags([record])
