@@ -17,7 +17,8 @@ import pytest
 from mcp import Client
 
 from nexus_memory.embedders import MiniLMEmbedder, create
-from nexus_memory.service import MemoryService
+from nexus_memory.parts_writer import BATCH
+from nexus_memory.service import PENDING_WAITED, MemoryService
 from nexus_memory.store import SENTENCES_RECIPE, ChromaStore, sentences
 from nexus_memory.transfer import reindex
 from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
@@ -123,6 +124,28 @@ async def test_the_writer_waits_for_a_pause_in_the_calls_and_not_for_ever(memory
                 await anyio.sleep(0.05)
 
 
+async def test_under_calls_without_a_pause_the_writer_writes_one_batch_each_patience(memory_host) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        writer = runtime_of(host).service().parts
+        writer.delay, writer.quiet, writer.patience = 0.0, 0.3, 2.0
+
+        async def pending() -> int:
+            return (await call(client, "get_stats"))["parts_pending"]
+
+        with writer.serving():  # a bulk import: calls without a pause
+            for i in range(3 * BATCH):
+                await store(client, f"{THREE} Seen on runner {i}.", "ci")
+            with anyio.fail_after(60):
+                while (left := await pending()) == 3 * BATCH:
+                    await anyio.sleep(0.05)
+            await anyio.sleep(1.0)  # less than `patience`: no second batch beside the calls
+            assert 0 < left == await pending()
+        with anyio.fail_after(60):  # the pause: the rest
+            while await pending():
+                await anyio.sleep(0.05)
+
+
 async def test_a_recall_right_after_a_store_waits_for_its_sentence_vectors(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
@@ -133,6 +156,22 @@ async def test_a_recall_right_after_a_store_waits_for_its_sentence_vectors(memor
         top = out["memories"][0]
         assert top["id"] == mid and top["score"] > top["similarity"] + 0.01  # lifted by its sentence already
         assert (await call(client, "get_stats"))["parts_pending"] == 0
+
+
+async def test_while_the_writer_is_behind_a_recall_ranks_by_whole_texts_without_waiting(memory_host) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        writer = runtime_of(host).service().parts
+        written = await store(client, THREE, "ci", ["docker", "ci"])
+        assert writer.drain(timeout=60)
+        writer.delay = 3600.0  # a bulk import: more candidates pending than a recall waits for
+        for i in range(PENDING_WAITED + 1):
+            await store(client, f"Build took {20 + i} minutes. The Docker cache missed on runner {i}.", "ci")
+        with anyio.fail_after(30):
+            out = await call(client, "recall_memories", query="the Docker layer cache was never reused", limit=20)
+        assert (await call(client, "get_stats"))["parts_pending"] == PENDING_WAITED + 1  # none was hurried
+        assert written in [m["id"] for m in out["memories"]]
+        assert all(m["score"] == m["similarity"] for m in out["memories"])  # not even the written one lifted
 
 
 async def test_a_recall_waits_for_its_candidates_sentence_vectors_not_for_the_whole_queue(memory_host) -> None:

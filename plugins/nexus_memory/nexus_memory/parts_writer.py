@@ -26,10 +26,11 @@ log = logging.getLogger("nexus.memory")
 DELAY = 1.0  # seconds: a wake-up waits this long, so the writes of the next moments share one batch
 BATCH = 4  # memories per embedding and write: the writer looks for a pause in the calls between two batches
 NICENESS = 10  # below the calls being served (Linux applies it per thread)
-# The writer embeds only once no store or recall has been served for QUIET seconds: embedding beside a call took
-# its CPU on a 2-core machine (store p95 at 10k, back to back: ~45 -> 62-96 ms). Under calls without a pause it
-# writes anyway once the oldest memory queued has waited PATIENCE seconds (and a recall whose candidates are
-# still pending hurries it: see MemoryService).
+# The writer embeds only once no store or recall has been served for QUIET seconds: a batch beside a call takes
+# its CPU and, for its two Chroma writes (~40 ms at 10k), the write lock (store p95 at 10k, back to back: ~40 ->
+# 80-110 ms while it writes). Under calls without a pause it writes one batch every PATIENCE seconds, so a bulk
+# import keeps its pace and the rest waits for the pause after it (a recall whose candidates are still pending
+# has them written first: see MemoryService).
 QUIET = 0.25
 PATIENCE = 10.0
 
@@ -46,7 +47,7 @@ class PartsWriter:
         self._wake = threading.Event()
         self._hurry = threading.Event()  # skip the delay: drain() waits, close() stops
         self._hurried = 0  # drain() calls waiting
-        self._since = 0.0  # when the queue last went from empty to not (time.monotonic)
+        self._since = 0.0  # when the queue last went from empty to not, or a batch was forced (time.monotonic)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._resumed = False
@@ -136,20 +137,26 @@ class PartsWriter:
             self._hurry.wait(self.delay)
             self._wake.clear()
             while not self._stop.is_set():
-                self._await_pause()
+                forced = self._await_pause()
                 if not self._write_batch():
                     break
+                if forced:  # the next batch waits for a pause, or for another ``patience``
+                    with self._lock:
+                        self._since = time.monotonic()
 
-    def _await_pause(self) -> None:
-        """Wait until no call has been served for ``quiet`` seconds, until the oldest memory queued has waited
-        ``patience`` at most (not when hurried)."""
+    def _await_pause(self) -> bool:
+        """Wait until no call has been served for ``quiet`` seconds (not when hurried), ``patience`` at most since
+        the queue filled or the last batch written without a pause; whether that time ran out."""
         while not self._hurry.is_set():
             with self._lock:
                 now, give_up = time.monotonic(), self._since + self.patience
                 left = self.quiet if self._serving else self._last_call + self.quiet - now
-            if left <= 0 or now >= give_up:
-                break
+            if left <= 0:
+                return False
+            if now >= give_up:
+                return True
             self._hurry.wait(min(left, give_up - now))
+        return False
 
     def _write_batch(self) -> bool:
         """Write the next batch of the queue; False when it is empty."""

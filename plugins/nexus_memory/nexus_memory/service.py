@@ -63,6 +63,7 @@ SUGGESTED_TAGS = 3
 TAG_VOTE = 1.0
 TOUCH_DELAY = 30.0  # seconds between the batched writes of last_recalled_at
 PENDING_WAIT = 5.0  # seconds a recall waits for the sentence vectors of candidates just stored
+PENDING_WAITED = 8  # candidates at most whose sentence vectors a recall waits for; more: the writer is behind
 RECALL_TRIES = 3  # a recall during which sentence vectors were written is made again, up to this many times in all
 ARCHIVED_DROPPED = 200  # up to this many archived memories, recall drops them itself instead of asking Chroma
 
@@ -306,8 +307,11 @@ class MemoryService:
             ]
             self._join(pool, records, cosines, terms)
             ranked = self._ranked(pool, records, len(terms), named, gain)
-        if self.store.has_parts:  # the sentences recipe: a memory's best sentence may be nearer than its whole text
-            waited = self._await_parts(pool, records)
+        # The sentences recipe: a memory's best sentence may be nearer than its whole text. Unless the writer is
+        # behind (a bulk import): then the whole texts alone rank every candidate, rather than wait or favour some.
+        pending = [c.id for c in pool if records[c.id].parts_pending]
+        if self.store.has_parts and len(pending) <= PENDING_WAITED:
+            waited = self._await_parts(pending, records)
             ranked = self._lifted(pool, records, vector, scale, len(terms), limit, None if waited else early)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
@@ -370,11 +374,10 @@ class MemoryService:
         except RuntimeError:  # the service is closing: asked after the candidates, as on a Chroma server
             return None
 
-    def _await_parts(self, pool: list[retrieval.Candidate], records: dict[str, Record]) -> bool:
+    def _await_parts(self, pending: list[str], records: dict[str, Record]) -> bool:
         """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
         those first and waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later
         ones will."""
-        pending = [c.id for c in pool if records[c.id].parts_pending]
         if pending and self.parts.drain(pending, timeout=PENDING_WAIT):
             records.update(self.store.get(pending))
         return bool(pending)
