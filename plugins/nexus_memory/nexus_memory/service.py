@@ -239,11 +239,12 @@ class MemoryService:
     ) -> RecallResult:
         if not query.strip():
             raise ToolError("query is empty: describe the problem or name the error")
+        vector, scale = self.store.embed_query(query)
         # The candidates and their sentence vectors are read one after the other: when sentence vectors were
         # written in between, a memory may have been shown as it was, lifted by its new sentences. Asked again.
         for _ in range(RECALL_TRIES):
             epoch = self.store.parts_epoch
-            result, top = self._recall(query, limit, context, tags, memory_type, include_archived)
+            result, top = self._recall(query, vector, scale, limit, context, tags, memory_type, include_archived)
             if epoch == self.store.parts_epoch and not epoch % 2:
                 break
         self._touch(top)
@@ -252,13 +253,15 @@ class MemoryService:
     def _recall(
         self,
         query: str,
+        vector: list[float],
+        scale: float,
         limit: int,
         context: str | None,
         tags: list[str] | None,
         memory_type: str | None,
         include_archived: bool,
     ) -> tuple[RecallResult, list[Record]]:
-        """The answer, and the memories in it as read."""
+        """The answer, and the memories in it as read (``vector`` and ``scale``: the query's, see ``embed_query``)."""
         hidden = set() if include_archived else self.store.archived_ids()
         # Few archived memories are dropped from the candidates; many are filtered by Chroma (which costs more).
         by_chroma = len(hidden) > ARCHIVED_DROPPED
@@ -268,7 +271,6 @@ class MemoryService:
         gain = tag_boost(self.store.embedder)
         index = self.store.tag_index() if gain else None  # built (a scan of every record) only where it is used
         named = index.named_in(query) if index is not None else []
-        vector, scale = self.store.embed_query(query)
         # Without exact terms the ranking is the semantic order, moved only by the small penalties.
         n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit + retrieval.PENALTY_MARGIN
         wanted = limit + retrieval.PENALTY_MARGIN + extra  # of the memories with a named tag
@@ -311,8 +313,8 @@ class MemoryService:
         # behind (a bulk import): then the whole texts alone rank every candidate, rather than wait or favour some.
         pending = [c.id for c in pool if records[c.id].parts_pending]
         if self.store.has_parts and len(pending) <= PENDING_WAITED:
-            waited = self._await_parts(pending, records)
-            ranked = self._lifted(pool, records, vector, scale, len(terms), limit, None if waited else early)
+            self._await_parts(pending, records)
+            ranked = self._lifted(pool, records, vector, scale, len(terms), limit, None if pending else early)
         top = ranked[:limit]
         superseded = self.store.superseded_by(c.id for c in top)
         memories = [
@@ -374,13 +376,12 @@ class MemoryService:
         except RuntimeError:  # the service is closing: asked after the candidates, as on a Chroma server
             return None
 
-    def _await_parts(self, pending: list[str], records: dict[str, Record]) -> bool:
+    def _await_parts(self, pending: list[str], records: dict[str, Record]) -> None:
         """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
         those first and waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later
         ones will."""
         if pending and self.parts.drain(pending, timeout=PENDING_WAIT):
             records.update(self.store.get(pending))
-        return bool(pending)
 
     def _lifted(
         self,

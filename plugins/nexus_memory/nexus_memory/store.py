@@ -709,8 +709,8 @@ class ChromaStore:
             if self._mirror is not None:
                 self._mirror.put_parts(ids, vectors)
             self.memories.update(ids=ready, metadatas=[{PENDING: False} for _ in ready])
-        if self._mirror is not None:
-            self._mirror.merge_meta(ready, {PENDING: False})
+            if self._mirror is not None:
+                self._mirror.merge_meta(ready, {PENDING: False})
         return ready
 
     @contextmanager
