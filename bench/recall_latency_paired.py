@@ -73,6 +73,23 @@ def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
     return service
 
 
+def base_vectors(cache: Cache, names: set[str]) -> dict[str, np.ndarray]:
+    """The vectors a bulk fill repeats, for each of ``names`` (``minilm``, ``minilm+e5``, ``minilm+use``): the
+    labeled set's memories and 690 generated ones, embedded as the plugin embeds them."""
+    labeled = load_set(0)[0]
+    texts = [r.text(SENTENCES_RECIPE) for r in labeled] + [r.text(SENTENCES_RECIPE) for r in generate(690, seed=29)]
+    m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
+    out: dict[str, np.ndarray] = {"minilm": m} if "minilm" in names else {}
+    for name, model, embedder, pair in (
+        ("minilm+e5", E5Embedder, "e5", PairEmbedder),
+        ("minilm+use", UseEmbedder, "use-m3", UsePairEmbedder),
+    ):
+        if name in names:
+            other, weights = cache.get(_Named(model(), embedder), texts, query=False), pair()
+            out[name] = np.hstack([weights.a * m, weights.b * other]).astype(np.float32)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=10000)
@@ -86,16 +103,8 @@ def main() -> None:
     sentences = args.sentences or args.side_query  # stores with sentence vectors
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
-    texts = [r.text(SENTENCES_RECIPE) for r in labeled] + [r.text(SENTENCES_RECIPE) for r in generate(690, seed=29)]
-    cache, pair = Cache(args.cache), PairEmbedder()
-    m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
-    bases: dict[str, np.ndarray] = {}
-    if not sentences:
-        e = cache.get(_Named(E5Embedder(), "e5"), texts, query=False)
-        bases = {"minilm": m, "minilm+e5": np.hstack([pair.a * m, pair.b * e]).astype(np.float32)}
-    if args.use or sentences:
-        u, up = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False), UsePairEmbedder()
-        bases["minilm+use"] = np.hstack([up.a * m, up.b * u]).astype(np.float32)
+    names = (set() if sentences else {"minilm", "minilm+e5"}) | ({"minilm+use"} if args.use or sentences else set())
+    bases = base_vectors(Cache(args.cache), names)
     if sentences:
         bases[WITH_SENTENCES] = bases["minilm+use"]
     if args.side_query:

@@ -18,15 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from memory_bench import generate, pct
-from recall_eval import Cache, load_set
-from recall_latency_paired import WITH_SENTENCES, _Named, filled
+from recall_eval import Cache
+from recall_latency_paired import WITH_SENTENCES, base_vectors, filled
 
 from nexus_memory import parts_writer
-from nexus_memory.embedders import MiniLMEmbedder, UseEmbedder, UsePairEmbedder
 from nexus_memory.service import MemoryService
-from nexus_memory.store import SENTENCES_RECIPE
 
 
 def main() -> None:
@@ -36,12 +33,7 @@ def main() -> None:
     parser.add_argument("--cache", default=None)
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    labeled, _, _, _ = load_set(0)
-    texts = [r.text(SENTENCES_RECIPE) for r in labeled] + [r.text(SENTENCES_RECIPE) for r in generate(690, seed=29)]
-    cache, pair = Cache(args.cache), UsePairEmbedder()
-    m = cache.get(_Named(MiniLMEmbedder(), "minilm"), texts, query=False)
-    u = cache.get(_Named(UseEmbedder(), "use-m3"), texts, query=False)
-    base = np.hstack([pair.a * m, pair.b * u]).astype(np.float32)
+    base = base_vectors(Cache(args.cache), {"minilm+use"})["minilm+use"]
     with tempfile.TemporaryDirectory() as tmp:
         service = filled(Path(tmp), WITH_SENTENCES, base, args.size)
         fresh = iter(generate(args.rounds * 3 * 1100, seed=77))
