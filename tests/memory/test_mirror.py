@@ -1,5 +1,5 @@
-"""A small embedded collection is searched in process (the mirror): the same results as Chroma's, kept up to date
-by every write, dropped by a failed one, and never used for a Chroma server or past its size."""
+"""An embedded collection is searched in process (the mirror): the same results as Chroma's, kept up to date by
+every write, dropped by a failed one, and never used for a Chroma server or past its size."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mcp import Client
 from nexus_memory import retrieval
 from nexus_memory import store as store_module
 from nexus_memory.embedders import create
-from nexus_memory.mirror import Unsupported, allowed
+from nexus_memory.mirror import Mirror, Unsupported, allowed
 from nexus_memory.store import ChromaStore, where_clause, with_any_tag
 from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, fails, store
@@ -178,6 +178,45 @@ async def test_no_mirror_past_its_size_or_for_a_chroma_server(memory_host, monke
         assert len(found["memories"]) == 3
     server_store = ChromaStore(tmp_path, "nexus_memories", create("minilm"), chroma_url="http://127.0.0.1:9")
     assert server_store.mirror() is None  # other processes may write there: never copied
+
+
+@pytest.mark.anyio
+async def test_past_its_size_for_sentences_the_mirror_keeps_the_memories_and_chroma_finds_their_sentences(
+    memory_host, monkeypatch
+) -> None:
+    """Sentence vectors are ~4 a memory: a large collection's are searched by Chroma's index, not copied."""
+    monkeypatch.setattr(store_module, "PARTS_MIRROR_MAX", 2)
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        texts = [f"Deploy {i} of the billing worker failed. The secret store was missing a key." for i in range(3)]
+        for text in texts[:2]:
+            await store(client, text, "ops", ["deploy"])
+        service = runtime_of(host).service()
+        st = service.store
+        service.parts.drain(timeout=30)
+        assert st.parts_mirror() is not None
+        await store(client, texts[2], "ops", ["deploy"])
+        service.parts.drain(timeout=30)
+        assert st.mirror() is not None and len(st.mirror()) == 3 and st.parts_mirror() is None
+        asked = _no_chroma_reads(st, monkeypatch)
+        query = "which key was missing from the secret store"
+        mirrored = await _recalled(client, st, query, by_chroma=False)
+        assert "parts.query beside" in asked and "query" not in asked  # the memories from the mirror
+        assert len(mirrored) == 3 and mirrored == await _recalled(client, st, query, by_chroma=True)
+        st.close()  # read again: a mirror of more memories than PARTS_MIRROR_MAX holds no sentence vectors
+        assert st.mirror() is not None and len(st.mirror()) == 3 and st.parts_mirror() is None
+
+
+def test_the_mirror_ranks_ties_in_insertion_order_and_searches_among_ids() -> None:
+    copy = Mirror(2)
+    rows = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 0.0], "d": [2.0, 0.0], "e": [0.6, 0.8]}
+    metas = [{"context": "x" if mid in "abd" else "y"} for mid in rows]
+    copy.put(list(rows), list(rows), metas, list(rows.values()))
+    ids = [hit[0] for hit in copy.nearest([1.0, 0.0], 2, None)]
+    assert ids == ["a", "c"]  # a, c and d tie (cosine 1): the first two written
+    assert [hit[0] for hit in copy.nearest([1.0, 0.0], 5, None)] == ["a", "c", "d", "e", "b"]
+    assert [hit[0] for hit in copy.nearest([1.0, 0.0], 2, None, among={"d", "e", "b", "z"})] == ["d", "e"]
+    assert [hit[0] for hit in copy.nearest([1.0, 0.0], 5, {"context": "x"}, among={"b", "c", "d"})] == ["d", "b"]
 
 
 def test_where_clauses_are_read_as_chroma_reads_them() -> None:

@@ -103,46 +103,47 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
             for i, text in enumerate(texts)
         ]
         st.add(records, st.embed_records(records))
-        filtered: list[dict[str, Any]] = []
-        plain_query = st.query
+        filtered: list[int] = []  # how many memories each search among the memories with a named tag weighed
+        mirror = st.mirror()
+        plain_nearest = mirror.nearest
 
-        def query(vector: list[float], n: int, where: dict[str, Any] | None = None) -> Any:
-            if where and "tags" in str(where):
-                filtered.append(where)
-            return plain_query(vector, n, where)
+        def nearest(vector: list[float], n: int, where: dict[str, Any] | None, among: Any = None) -> Any:
+            if among is not None:
+                filtered.append(len(among))
+            return plain_nearest(vector, n, where, among)
 
-        monkeypatch.setattr(st, "query", query)
+        monkeypatch.setattr(mirror, "nearest", nearest)
         monkeypatch.setattr(retrieval, "WIDEN_FROM", 0)  # widened as in a large collection
         wide = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         assert not filtered  # half the memories have the tag: the nearest 46 hold the 15 wanted
         monkeypatch.setattr(retrieval, "MAX_TAG_WIDTH", 0)
         bounded = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         # The 15 nearest hold 13 with the tag, not 15, but one further, even with the tag's gain, cannot outscore
-        # the 5th: Chroma is not asked.
+        # the 5th: the memories with the tag are not searched.
         assert not filtered
         monkeypatch.setattr(retrieval, "outsider_may_rank", lambda *args, **kwargs: True)
         asked = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
-        assert filtered == [{"tags": {"$contains": "jenkins"}}]  # asked all the same: the same top
-        # Above the mirror's size, Chroma is asked among the memories the tag index holds for the tag (an id
-        # list: a filtered query scans every record's metadata).
+        assert filtered == [60]  # searched all the same, among the 60 memories the tag index holds: the same top
+        # Without the mirror, Chroma is asked among the memories the tag index holds for the tag (an id list: a
+        # filtered query scans every record's metadata).
         st._mirror_off, among = True, []
         plain_chroma = st.memories.query
         monkeypatch.setattr(st.memories, "query", lambda **kw: among.append(kw.get("ids")) or plain_chroma(**kw))
         by_ids = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         st._mirror_off = False
-        assert filtered == [{"tags": {"$contains": "jenkins"}}]  # as before: not a filtered query again
+        assert filtered == [60]  # as before: the mirror was not asked again
         assert among[-1] is not None and len(among[-1]) == 60  # the 60 memories with the tag
         tops = [[(m["id"], m["score"]) for m in out["memories"]] for out in (wide, bounded, asked, by_ids)]
         assert tops[0] == tops[1] == tops[2] == [(i, pytest.approx(score, abs=2e-4)) for i, score in tops[3]]
         monkeypatch.undo()
         boosted = [m for m in wide["memories"] if m["tags"] == ["jenkins"]]
         assert boosted and all(m["score"] == pytest.approx(m["similarity"] + TAG_BOOST, abs=2e-4) for m in boosted)
-        # The tag named by a question its memories are far from: none of them could reach the top, so Chroma is
-        # not asked for them.
-        monkeypatch.setattr(st, "query", query)
+        # The tag named by a question its memories are far from: none of them could reach the top, so they are
+        # not searched.
+        monkeypatch.setattr(mirror, "nearest", nearest)
         filtered.clear()
         far = await call(client, "recall_memories", query="which printer cable does the office use, jenkins", limit=5)
-        assert not filtered and far["memories"][0]["tags"] == ["printer"]
+    assert not filtered and far["memories"][0]["tags"] == ["printer"]
 
 
 @pytest.mark.anyio

@@ -75,7 +75,7 @@ class Runtime:
             store.embed(["warm-up"])
             store.embed_query("warm-up")
             store.archived_ids()
-            store.mirror()  # a small collection's copy in this process, read before the first recall
+            store.mirror()  # the collection's copy in this process, read before the first recall
             self.service().parts.resume()  # sentence vectors a stopped process left to write
             if tag_boost(store.embedder):
                 store.tag_index()  # a scan of every memory's tags: not on the first recall

@@ -368,7 +368,7 @@ class MemoryService:
         then. None in process (the mirror), while sentence vectors are being written, and on a Chroma server: the
         epoch counts this process's writes only, and other processes may write there."""
         epoch, st = self.store.parts_epoch, self.store
-        if not st.has_parts or st.chroma_url or st.mirror() is not None or epoch % 2:
+        if not st.has_parts or st.chroma_url or st.parts_mirror() is not None or epoch % 2:
             return None
         near = max(1, round(retrieval.PARTS_PER_CANDIDATE * n))
         try:

@@ -32,14 +32,14 @@ from urllib.parse import urlparse
 
 from nexus_memory import lock
 from nexus_memory.embedders import Embedder, EmbedderError, create, embed_query, query_scale
-from nexus_memory.mirror import MIRROR_MAX, Mirror, Unsupported, best_per_memory
+from nexus_memory.mirror import MIRROR_MAX, PARTS_MIRROR_MAX, Mirror, Unsupported, best_per_memory
 from nexus_memory.retrieval import TagIndex
 
 log = logging.getLogger("nexus.memory")
 
 LOCK_FILE = "chroma.lock"
 LINK_VECTOR = [1.0]
-PAGE = 5000  # records per Chroma get when reading a whole collection
+PAGE = 1000  # records per Chroma get when reading a whole collection (more at once raised the peak memory)
 # Chroma's defaults (ef 100, 16 neighbours) returned only 93% of the exact top 5 on the bench's MiniLM vectors,
 # which cost recall@5; ef 200/32 neighbours returned 97% and ef 400/48 neighbours 99%, at similar query times.
 HNSW = {"space": "cosine", "ef_search": 400, "ef_construction": 300, "max_neighbors": 32}
@@ -276,7 +276,7 @@ class ChromaStore:
     # The archived ids, so recall can drop them from its candidates: a `where` on `archived` made Chroma filter
     # every record's metadata (recall p50 at 10k: 7.5 ms without it, 25 ms with it; ~180 ms at 100k).
     _archived: set[str] | None = None
-    # A small embedded collection, in this process (see the mirror module); off for a larger one until reopened.
+    # An embedded collection, in this process (see the mirror module); off for a larger one until reopened.
     _mirror: Mirror | None = None
     _mirror_off: bool = False
     # Counted up before and after every write of sentence vectors (odd while one is under way): a recall that asked
@@ -510,7 +510,7 @@ class ChromaStore:
         (10k memories: 1.2 against 1.8 ms for 15 candidates, 1.6 against 4.8 for 50)."""
         if not ids or not self.has_parts:
             return {}, -math.inf
-        mirror = self.mirror()
+        mirror = self.parts_mirror()
         if mirror is not None:
             return mirror.best_parts(vector, ids), -math.inf
         hits, floor = found if found is not None else self.nearest_part_dots(vector, n)
@@ -534,7 +534,7 @@ class ChromaStore:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
         if not records or not self.has_parts:
             return {}
-        mirror = self.mirror()
+        mirror = self.parts_mirror()
         if mirror is not None:
             return mirror.best_parts(vector, [r.id for r in records])
         # Only the ids that exist: a memory's sentences say how many vectors it has (none for one sentence, none
@@ -736,7 +736,8 @@ class ChromaStore:
         self._mirrored([record.id], [record.content], [meta], [vector])
 
     def _mirrored(self, ids: list[str], documents: list[str], metas: list[dict[str, Any]], vectors: Any) -> None:
-        """Copy records Chroma has just written into the mirror; one that grows past ``MIRROR_MAX`` is dropped."""
+        """Copy records Chroma has just written into the mirror; one that grows past ``MIRROR_MAX`` is dropped, and
+        past ``PARTS_MIRROR_MAX`` it stops holding sentence vectors."""
         if self._mirror is None:
             return
         try:
@@ -747,10 +748,12 @@ class ChromaStore:
             return
         if len(self._mirror) > MIRROR_MAX:
             self._mirror, self._mirror_off = None, True
+        elif len(self._mirror) > PARTS_MIRROR_MAX:
+            self._mirror.forget_parts()
 
     def mirror(self) -> Mirror | None:
-        """Every memory of a small embedded collection, in this process, read on first use; None for a Chroma
-        server (other processes may write to it) or a collection of more than ``MIRROR_MAX`` memories."""
+        """Every memory of an embedded collection, in this process, read on first use; None for a Chroma server
+        (other processes may write to it) or a collection of more than ``MIRROR_MAX`` memories."""
         if self.chroma_url or self._mirror_off:
             return None
         if self._mirror is None:
@@ -759,16 +762,22 @@ class ChromaStore:
                     self._mirror = self._read_mirror()
         return self._mirror
 
+    def parts_mirror(self) -> Mirror | None:
+        """The mirror, if it holds the sentence vectors too (up to ``PARTS_MIRROR_MAX`` memories)."""
+        mirror = self.mirror()
+        return mirror if mirror is not None and mirror.holds_parts else None
+
     def _read_mirror(self) -> Mirror | None:
-        if self.memories.count() > MIRROR_MAX:
+        count = self.memories.count()
+        if count > MIRROR_MAX:
             self._mirror_off = True
             return None
-        got = self.memories.get(include=["documents", "metadatas", "embeddings"])
-        copy = Mirror(int(self.embedder.dimension))
-        if got["ids"]:
+        # the sentence vectors too, for a small collection: best_parts then reads nothing from Chroma
+        copy = Mirror(int(self.embedder.dimension), parts=count <= PARTS_MIRROR_MAX)
+        for got in self.page(include=("documents", "metadatas", "embeddings")):
             documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
             copy.put(got["ids"], documents, metas, got["embeddings"])
-        if self._has_parts_collection():  # the sentence vectors too: best_parts then reads nothing from Chroma
+        if copy.holds_parts and self._has_parts_collection():
             for page in self._pages(self.parts, ("embeddings",)):
                 copy.put_parts(page["ids"], page["embeddings"])
         return copy
@@ -804,10 +813,15 @@ class ChromaStore:
     def tagged(
         self, vector: list[float], n: int, where: dict[str, Any] | None, tags: list[str]
     ) -> list[tuple[Record, float]]:
-        """The ``n`` memories nearest ``vector`` with any of ``tags`` (and ``where``). Without ``where``, Chroma is
-        asked among the memories the tag index says hold them (10k memories: 5 against 9 ms for a filtered
-        query; with ``where`` as well it took 400 ms)."""
-        if where is not None or self.mirror() is not None:
+        """The ``n`` memories nearest ``vector`` with any of ``tags`` (and ``where``), among the memories the tag
+        index says hold them. Chroma, asked without the mirror, takes 8 ms at 10k memories against 9 for a filtered
+        query; with ``where`` as well it took 400 ms, so it gets the filter then."""
+        mirror = self.mirror()
+        if mirror is not None:
+            with suppress(Unsupported):
+                holding = self.tag_index().holding(tags)
+                return [(Record.from_chroma(i, d, m), s) for i, d, m, s in mirror.nearest(vector, n, where, holding)]
+        if where is not None:
             return self.query(vector, n, with_any_tag(where, tags))
         holding = self.tag_index().holding(tags)
         if not holding:
