@@ -5,7 +5,7 @@ documents and metadata with a query ~1.4 ms more: at 200 memories the two querie
 cost 3.6 ms, half of the recall, while scoring 200 vectors with numpy takes ~0.05 ms. At 10k memories numpy scores
 every vector in ~1.3 ms, where Chroma's query takes ~3.9 ms, and ~8 ms when it is asked among the memories with a
 tag (the tag index's ids) rather than 0.3 ms. Up to ``MIRROR_MAX`` memories the store keeps every record and its
-vector here (~4 KB a memory with the default embedder), in Chroma's order, and answers ``query`` and ``containing``
+vector here (~5 KB a memory with the default embedder), in Chroma's order, and answers ``query`` and ``containing``
 with Chroma's semantics: cosine similarity on normalised vectors (exact; Chroma's HNSW index is exact at this size
 too, ef_search being 400), case-sensitive substring for ``$contains``, records in insertion order for a ``get``
 with a limit. Up to ``PARTS_MIRROR_MAX`` memories the sentence vectors of the sentences recipe are kept too, by
