@@ -503,10 +503,18 @@ MUTATIONS: list[Mutation] = [
     m(
         "chroma-default-embedding-function",
         MEMORY + "store.py",
-        "                embedding_function=None,\n",
-        "",
+        "                self.collection_name,\n                embedding_function=None,\n",
+        "                self.collection_name,\n",
         "tests/memory/test_embedders.py::test_nothing_is_downloaded_and_no_default_embedding_function",
         "collections have no embedding function: nothing is downloaded",
+    ),
+    m(
+        "chroma-sync-threshold-not-applied",
+        MEMORY + "store.py",
+        "        self._tune(memories)\n",
+        "",
+        "tests/memory/test_chroma_tuning.py::test_collections_made_with_chromas_default_sync_threshold_get_the_stores_at_open",
+        "collections made before the store's sync threshold get it at open",
     ),
     m(
         "store-lock-not-taken",
