@@ -6,8 +6,8 @@ cost 3.6 ms, half of the recall, while scoring 200 vectors with numpy takes ~0.0
 every vector in ~1.3 ms, where Chroma's query takes ~3.9 ms, and ~8 ms when it is asked among the memories with a
 tag (the tag index's ids) rather than 0.3 ms. Up to ``MIRROR_MAX`` memories the store keeps every record and its
 vector here (~5 KB a memory with the default embedder), in Chroma's order, and answers ``query`` and ``containing``
-with Chroma's semantics: cosine similarity on normalised vectors (exact; Chroma's HNSW index is exact at this size
-too, ef_search being 400), case-sensitive substring for ``$contains``, records in insertion order for a ``get``
+with Chroma's semantics: cosine similarity on normalised vectors (exact, where Chroma's HNSW index is approximate:
+see ``HNSW`` in the store), case-sensitive substring for ``$contains``, records in insertion order for a ``get``
 with a limit. Up to ``PARTS_MIRROR_MAX`` memories the sentence vectors of the sentences recipe are kept too, by
 memory, so ``best_parts`` reads no ``<collection>_parts`` either; above, they are ~4 a memory, and Chroma's index
 finds the nearest of them for less memory than a copy would take.
@@ -136,9 +136,9 @@ class Mirror:
     def drop_parts(self, ids: Sequence[str]) -> None:
         """Forget every sentence vector of these memories."""
         with self._lock:
+            parts = self._parts or {}
             for mid in ids:
-                if self._parts is not None:
-                    self._parts.pop(mid, None)
+                parts.pop(mid, None)
 
     def best_parts(self, vector: Sequence[float], ids: Sequence[str]) -> dict[str, float]:
         """As ``ChromaStore.best_parts``: for each memory with sentence vectors, the best dot product."""
@@ -154,9 +154,9 @@ class Mirror:
     def drop(self, ids: Sequence[str]) -> None:
         gone = set(ids)
         with self._lock:
+            parts = self._parts or {}
             for mid in gone:
-                if self._parts is not None:
-                    self._parts.pop(mid, None)
+                parts.pop(mid, None)
             keep = [i for i, mid in enumerate(self.ids) if mid not in gone]
             if len(keep) == len(self.ids):
                 return
@@ -180,7 +180,7 @@ class Mirror:
                 rows, count = np.arange(len(self.ids)), len(self.ids)
                 dots = (self._vectors[:count] @ query) * self._scales[:count]
             else:
-                rows = np.array(sorted(self._at[i] for i in among if i in self._at), dtype=np.intp)
+                rows = np.fromiter((self._at[i] for i in among if i in self._at), dtype=np.intp)
                 dots = (self._vectors[rows] @ query) * self._scales[rows]
             if where:
                 mask = allowed(where, [self.metas[i] for i in rows.tolist()])

@@ -365,7 +365,7 @@ class MemoryService:
     def _early_parts(self, vector: list[float], n: int) -> tuple[Future[PartHits], int] | None:
         """The sentence vectors nearest the query, asked for beside the candidates' query: both need only the query's
         vector (``n`` candidates are expected; more make more of them read by id); and the store's ``parts_epoch``
-        then. None in process (the mirror), while sentence vectors are being written, and on a Chroma server: the
+        then. None when the mirror holds the sentence vectors, while they are being written, and on a Chroma server: the
         epoch counts this process's writes only, and other processes may write there."""
         epoch, st = self.store.parts_epoch, self.store
         if not st.has_parts or st.chroma_url or st.parts_mirror() is not None or epoch % 2:
