@@ -13,6 +13,9 @@ by the light mode and by the default in turn, and every store alternates the sam
 copies of the base vectors as their sentences', as many as their text has sentences) against ``minilm+use`` on
 the default recipe (``tags+content``), interleaved the same way.
 
+``--trio`` times only ``minilm+use+mpnet`` (the default plus all-mpnet-base-v2) against the default, both with
+sentence vectors, interleaved the same way.
+
 ``--side-query`` times only ``minilm+use`` with sentence vectors, asking for the sentence vectors nearest the query
 beside the candidates' query (the plugin) and after it (as before), switched call by call on one store.
 
@@ -39,7 +42,9 @@ from nexus_memory import retrieval
 from nexus_memory.embedders import (
     E5Embedder,
     MiniLMEmbedder,
+    MPNetEmbedder,
     PairEmbedder,
+    TrioEmbedder,
     UseEmbedder,
     UsePairEmbedder,
     create,
@@ -52,10 +57,11 @@ SEQUENTIAL = "minilm+e5 sequential"
 WITH_SENTENCES = "minilm+use, sentences"
 FILTERED = "minilm+e5 filtered tags"
 AFTER = "minilm+use, sentences, asked after the candidates"
+TRIO_SENTENCES = "minilm+use+mpnet, sentences"
 
 
 def filled(root: Path, name: str, base: np.ndarray, size: int) -> MemoryService:
-    recipe = SENTENCES_RECIPE if name == WITH_SENTENCES else TAGS_RECIPE
+    recipe = SENTENCES_RECIPE if name in (WITH_SENTENCES, TRIO_SENTENCES) else TAGS_RECIPE
     folder = root / "".join(ch if ch.isalnum() else "_" for ch in name)
     store = ChromaStore(folder, "paired", create(name.split(",")[0]), recipe=recipe)
     records, vectors = generate(size, seed=23), bulk_vectors(base, size)
@@ -87,6 +93,10 @@ def base_vectors(cache: Cache, names: set[str]) -> dict[str, np.ndarray]:
         if name in names:
             other, weights = cache.get(_Named(model(), embedder), texts, query=False), pair()
             out[name] = np.hstack([weights.a * m, weights.b * other]).astype(np.float32)
+    if "minilm+use+mpnet" in names:
+        trio, pair = TrioEmbedder(), out["minilm+use"]
+        mpnet = cache.get(_Named(MPNetEmbedder(), "mpnet"), texts, query=False)
+        out["minilm+use+mpnet"] = np.hstack([trio.a * pair, trio.b * mpnet]).astype(np.float32)
     return out
 
 
@@ -96,17 +106,20 @@ def main() -> None:
     parser.add_argument("--cache", default=None)
     parser.add_argument("--use", action="store_true", help="also the default minilm+use (bench/recall_models.py)")
     parser.add_argument("--sentences", action="store_true", help="only minilm+use with and without sentence vectors")
+    parser.add_argument("--trio", action="store_true", help="only the default against minilm+use+mpnet")
     parser.add_argument("--side-query", action="store_true", help="only sentences, their query beside or after")
     parser.add_argument("--sequential-pair", action="store_true", help="also time the pair run one model at a time")
     parser.add_argument("--filtered-tags", action="store_true", help="also time a filtered query for named tags")
     args = parser.parse_args()
-    sentences = args.sentences or args.side_query  # stores with sentence vectors
+    sentences = args.sentences or args.side_query or args.trio  # stores with sentence vectors
     print(f"load average at start: {os.getloadavg()}", flush=True)
     labeled, queries, _, _ = load_set(0)
     names = (set() if sentences else {"minilm", "minilm+e5"}) | ({"minilm+use"} if args.use or sentences else set())
-    bases = base_vectors(Cache(args.cache), names)
+    bases = base_vectors(Cache(args.cache), names | ({"minilm+use+mpnet"} if args.trio else set()))
     if sentences:
         bases[WITH_SENTENCES] = bases["minilm+use"]
+    if args.trio:
+        bases = {WITH_SENTENCES: bases[WITH_SENTENCES], TRIO_SENTENCES: bases["minilm+use+mpnet"]}
     if args.side_query:
         del bases["minilm+use"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,6 +174,8 @@ def main() -> None:
         pairs.append((WITH_SENTENCES, "minilm+use"))
     if AFTER in times:
         pairs.append((WITH_SENTENCES, AFTER))
+    if TRIO_SENTENCES in times:
+        pairs.append((TRIO_SENTENCES, WITH_SENTENCES))
     for top, bottom in pairs:
         b, a = times[top], times[bottom]
         for k in ("recall", "store"):

