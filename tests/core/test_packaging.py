@@ -30,7 +30,9 @@ def normalized(name: str) -> str:
 
 
 def requirement_names(meta: dict) -> set[str]:
-    return {normalized(re.match(r"[A-Za-z0-9._-]+", dep).group()) for dep in meta["dependencies"]}
+    """Every distribution ``meta`` requires, its extras' included (an optional import is declared in one)."""
+    deps = [*meta["dependencies"], *(d for extra in meta.get("optional-dependencies", {}).values() for d in extra)]
+    return {normalized(re.match(r"[A-Za-z0-9._-]+", dep).group()) for dep in deps}
 
 
 @functools.cache

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mcp import Client
 
 from nexus_memory import embedders, mpnet
 from nexus_memory.embedders import MPNetEmbedder, TrioEmbedder, UsePairEmbedder, configured, create, tag_boost
+from tests.memory.conftest import memory_config, served
 from tests.memory.helpers import call, store
 from tests.memory.test_multilingual import JA_QUERY, _cos
 
@@ -94,10 +94,11 @@ def test_the_parts_read_as_one_file(tmp_path: Path) -> None:
         assert joined.read() == data[-5:]
 
 
-async def test_a_paraphrase_is_recalled_through_the_mcp_client(memory_host) -> None:
-    async with Client(memory_host(embedder=TRIO).server) as client:
-        stats = await call(client, "get_stats")
-        assert stats["embedder"] == TRIO
+async def test_a_paraphrase_is_recalled_through_a_real_nexus_serve(tmp_path: Path) -> None:
+    """Over stdio, through the relay to the shared server, as a desktop client launches it."""
+    config = memory_config(tmp_path, extra='[plugins.memory]\nembedder = "minilm+use+mpnet"\n')
+    async with served(config, standalone=False) as client:
+        assert (await call(client, "get_stats"))["embedder"] == TRIO
         spot = await store(
             client,
             "Moved the CI runners to spot instances: the compute bill fell by 60%. Interrupted jobs are retried.",

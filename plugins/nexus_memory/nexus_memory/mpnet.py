@@ -79,6 +79,8 @@ class MPNet:
         options.log_severity_level = 3
         options.intra_op_num_threads = threads
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # The arena kept a long batch's activations for good: 713 against 514 MB resident after one, same speed.
+        options.enable_cpu_mem_arena = False
         self.session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> Any:
@@ -307,7 +309,17 @@ def _quantize(full: Path, out: Path) -> None:
         if n.op_type == "MatMul"
         and (not any(i in weights for i in n.input) or any(i.endswith("output.dense.weight") for i in n.input))
     ]
-    quantize_dynamic(
-        str(full), str(out), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-        nodes_to_exclude=keep, per_channel=True,
-    )  # fmt: skip
+    advice = _Advice()  # the quantizer's advice to pre-process, logged on the root logger to the server's stderr
+    logging.getLogger().addFilter(advice)
+    try:
+        quantize_dynamic(
+            str(full), str(out), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=keep, per_channel=True,
+        )  # fmt: skip
+    finally:
+        logging.getLogger().removeFilter(advice)
+
+
+class _Advice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
