@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recall_eval import KINDS, SET, TOP, Cache, Query, Result, load_set, pick
 from recall_ideas import A, Replica
 
-from nexus_memory.embedders import MPNetEmbedder
+from nexus_memory.embedders import TRIO_MPNET_WEIGHT, MPNetEmbedder
 from nexus_memory.store import SENTENCES_RECIPE
 
 WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6)
@@ -102,9 +102,10 @@ def main() -> None:
     print(f"\nChosen on dev: {chosen} ({gain:+d} dev queries against the default)")
     if args.dev_only:
         return
+    shipped = f"+ mpnet w {TRIO_MPNET_WEIGHT}"  # the plugin's weight, chosen at full precision (bench/RESULTS.md)
     for half, qs in (("Test halves", test), (f"All {len(queries)}", queries)):
-        print(f"\n### {half}: the default and the dev choice\n\n{head}")
-        for name in dict.fromkeys([DEFAULT, chosen]):
+        print(f"\n### {half}: the default, the dev choice and the plugin's weight\n\n{head}")
+        for name in dict.fromkeys([DEFAULT, chosen, shipped]):
             print(line(name, qs))
 
 

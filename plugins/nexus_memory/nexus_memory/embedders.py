@@ -70,6 +70,24 @@ def in_background() -> Iterator[None]:
         _thread.background = False
 
 
+_sides: dict[str, ThreadPoolExecutor] = {}
+_sides_lock = threading.Lock()
+
+
+def beside(model: str, embed: Callable[[list[str]], list[list[float]]], texts: Sequence[str]) -> Future[Any]:
+    """``embed(texts)`` started in ``model``'s side thread (one per model and process: the calls of concurrent
+    requests queue there rather than crowd the two cores), or run now in a background thread (``in_background``).
+    Models that release the GIL then run side by side with the one in the caller's thread."""
+    if getattr(_thread, "background", False):
+        done: Future[Any] = Future()
+        done.set_result(embed(list(texts)))
+        return done
+    with _sides_lock:
+        if model not in _sides:
+            _sides[model] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"nexus-{model}")
+    return _sides[model].submit(embed, list(texts))
+
+
 class EmbedderError(Exception):
     """An embedder that cannot be found, loaded or that disagrees with a collection."""
 
@@ -329,9 +347,6 @@ class PairEmbedder:
     dimension = MiniLMEmbedder.dimension + E5Embedder.dimension
     tag_boost = 0.04  # chosen on the labeled set's dev half (see retrieval.TAG_BOOST)
 
-    _side_lock = threading.Lock()
-    _side: ThreadPoolExecutor | None = None
-
     def __init__(self, minilm_weight: float = PAIR_MINILM_WEIGHT) -> None:
         self.minilm, self.other = MiniLMEmbedder(), self._other()
         self.a, self.b = math.sqrt(minilm_weight), math.sqrt(1.0 - minilm_weight)
@@ -362,18 +377,9 @@ class PairEmbedder:
     def _join(self, mini: list[list[float]], other: list[list[float]]) -> list[list[float]]:
         return [[self.a * x for x in m] + [self.b * x for x in o] for m, o in zip(mini, other, strict=True)]
 
-    @classmethod
-    def _beside(cls, embed: Callable[[list[str]], list[list[float]]], texts: Sequence[str]) -> Future[Any]:
-        """``embed(texts)`` started in the side thread (one per process: MiniLM calls of concurrent requests queue
-        there rather than crowd the two cores), or run now in a background thread (``in_background``)."""
-        if getattr(_thread, "background", False):
-            done: Future[Any] = Future()
-            done.set_result(embed(list(texts)))
-            return done
-        with cls._side_lock:
-            if cls._side is None:
-                cls._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-minilm")
-        return cls._side.submit(embed, list(texts))
+    @staticmethod
+    def _beside(embed: Callable[[list[str]], list[list[float]]], texts: Sequence[str]) -> Future[Any]:
+        return beside("minilm", embed, texts)
 
 
 class UsePairEmbedder(PairEmbedder):
@@ -399,9 +405,6 @@ class TrioEmbedder:
     name = TRIO
     dimension = UsePairEmbedder.dimension + MPNetEmbedder.dimension
     tag_boost = 0.04  # the pair's, with which the weight was chosen
-
-    _side_lock = threading.Lock()
-    _side: ThreadPoolExecutor | None = None
 
     def __init__(self, mpnet_weight: float = TRIO_MPNET_WEIGHT) -> None:
         self.pair, self.mpnet = UsePairEmbedder(), MPNetEmbedder()
@@ -430,18 +433,8 @@ class TrioEmbedder:
     def _join(self, pair: list[list[float]], mpnet: list[list[float]]) -> list[list[float]]:
         return [[self.a * x for x in p] + [self.b * x for x in m] for p, m in zip(pair, mpnet, strict=True)]
 
-    @classmethod
-    def _beside(cls, texts: Sequence[str]) -> Future[Any]:
-        """mpnet's vectors of ``texts``, started in its side thread, or made now in a background thread."""
-        embed = MPNetEmbedder().embed
-        if getattr(_thread, "background", False):
-            done: Future[Any] = Future()
-            done.set_result(embed(list(texts)))
-            return done
-        with cls._side_lock:
-            if cls._side is None:
-                cls._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-mpnet")
-        return cls._side.submit(embed, list(texts))
+    def _beside(self, texts: Sequence[str]) -> Future[Any]:
+        return beside("mpnet", self.mpnet.embed, texts)
 
 
 def _check_sha256(data: bytes, expected: str, what: str) -> None:
