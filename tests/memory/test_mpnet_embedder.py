@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -114,3 +118,32 @@ async def test_a_paraphrase_is_recalled_through_a_real_nexus_serve(tmp_path: Pat
             await store(client, text, "infra", tags)
         out = await call(client, "recall_memories", query="how we spent less on compute with interruptible machines")
         assert out["memories"][0]["id"] == spot
+
+
+def test_a_build_on_a_full_disk_is_a_clear_error_and_leaves_nothing(tmp_path: Path) -> None:
+    """The disk fills while the model is written (a 50 MB file size limit, as ENOSPC): the embedder says where
+    and why, and the cache folder is left empty."""
+    script = """
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
+resource.setrlimit(resource.RLIMIT_FSIZE, (50_000_000, resource.RLIM_INFINITY))
+from nexus_memory.embedders import EmbedderError, MPNetEmbedder
+try:
+    MPNetEmbedder().embed(["x"])
+except EmbedderError as exc:
+    print(exc)
+"""
+    env = {**os.environ, "NEXUS_MODEL_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert f"could not build its model in {tmp_path / 'cache' / 'models'}: File too large" in out.stdout, out.stderr
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+
+
+def test_a_build_killed_midway_is_removed_by_the_next_one(tmp_path: Path) -> None:
+    old, fresh = tmp_path / f"{mpnet.BUILD_PREFIX}old", tmp_path / f"{mpnet.BUILD_PREFIX}fresh"
+    for build in (old, fresh):
+        build.mkdir()
+        (build / "full.onnx").write_bytes(b"partial")
+    os.utime(old, (time.time() - 2 * mpnet.ABANDONED_AFTER,) * 2)
+    mpnet._remove_abandoned_builds(tmp_path)
+    assert not old.exists() and (fresh / "full.onnx").exists()  # another process's build under way is left alone

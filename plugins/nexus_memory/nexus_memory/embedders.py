@@ -309,6 +309,10 @@ class MPNetEmbedder(_OneModel):
             return mpnet.MPNet(threads=1)
         except mpnet.ModelMissing as exc:
             raise EmbedderError(f"embedder 'mpnet': {exc}") from None
+        except OSError as exc:  # a full disk or an unwritable cache folder while building it
+            raise EmbedderError(
+                f"embedder 'mpnet': could not build its model in {mpnet.cache_folder()}: {exc.strerror or exc}"
+            ) from None
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

