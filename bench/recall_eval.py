@@ -74,6 +74,9 @@ class Query:
     memory_type: str | None
 
 
+UNDATED = "2026-01-01T00:00:00+00:00"  # a memory the set gives no date
+
+
 def load_set(noise: int, path: Path = SET) -> tuple[list[Record], list[Query], dict[str, str], list[tuple[str, str]]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     ids = {m["key"]: str(uuid.uuid5(NS, m["key"])) for m in data["memories"]}
@@ -81,11 +84,11 @@ def load_set(noise: int, path: Path = SET) -> tuple[list[Record], list[Query], d
         Record(
             ids[m["key"]],
             m["content"],
-            m["memory_type"],
-            m["context_name"],
-            m["tags"],
-            m["created_at"],
-            m["created_at"],
+            m.get("memory_type", "note"),
+            m.get("context_name", "default"),
+            m.get("tags", []),
+            m.get("created_at", UNDATED),
+            m.get("created_at", UNDATED),
         )
         for m in data["memories"]
     ]
@@ -97,10 +100,10 @@ def load_set(noise: int, path: Path = SET) -> tuple[list[Record], list[Query], d
     queries = [
         Query(
             q["id"],
-            q["kind"],
-            q["split"],
-            q["lang"],
-            q["memory_lang"],
+            q.get("kind", "unlabeled"),
+            q.get("split", "test"),  # a set without halves is all held out
+            q.get("lang", "?"),
+            q.get("memory_lang", "?"),
             q["query"],
             {ids[k] for k in q["relevant"]},
             q.get("filters", {}).get("context_filter"),
@@ -109,7 +112,7 @@ def load_set(noise: int, path: Path = SET) -> tuple[list[Record], list[Query], d
         )
         for q in data["queries"]
     ]
-    supersedes = [(ids[lk["source"]], ids[lk["target"]]) for lk in data["links"]]
+    supersedes = [(ids[lk["source"]], ids[lk["target"]]) for lk in data.get("links", [])]
     return records, queries, {v: k for k, v in ids.items()}, supersedes
 
 
@@ -345,7 +348,8 @@ class Result:
         return sum(self.ranks[q.id] < TOP for q in qs) / len(qs) if qs else float("nan")
 
     def mrr(self, qs: list[Query]) -> float:
-        return sum(1 / (self.ranks[q.id] + 1) if self.ranks[q.id] < DEPTH else 0 for q in qs) / len(qs)
+        hits = sum(1 / (self.ranks[q.id] + 1) if self.ranks[q.id] < DEPTH else 0 for q in qs)
+        return hits / len(qs) if qs else float("nan")
 
 
 def pick(queries: list[Query], split: str | None = None, kind: str | None = None) -> list[Query]:
