@@ -359,13 +359,13 @@ class PairEmbedder:
         return E5Embedder()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        mini = self._beside(self.minilm.embed, texts)
+        mini = beside("minilm", self.minilm.embed, texts)
         other = self.other.embed(texts)
         return self._join(mini.result(), other)
 
     def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
         english = [i for i, t in enumerate(texts) if not is_cjk(t)]
-        pending = self._beside(self.minilm.embed, [texts[i] for i in english]) if english else None
+        pending = beside("minilm", self.minilm.embed, [texts[i] for i in english]) if english else None
         other = embed_query(self.other, texts)
         mini = dict(zip(english, pending.result(), strict=True)) if pending else {}
         zero = [0.0] * MiniLMEmbedder.dimension
@@ -380,10 +380,6 @@ class PairEmbedder:
 
     def _join(self, mini: list[list[float]], other: list[list[float]]) -> list[list[float]]:
         return [[self.a * x for x in m] + [self.b * x for x in o] for m, o in zip(mini, other, strict=True)]
-
-    @staticmethod
-    def _beside(embed: Callable[[list[str]], list[list[float]]], texts: Sequence[str]) -> Future[Any]:
-        return beside("minilm", embed, texts)
 
 
 class UsePairEmbedder(PairEmbedder):
@@ -415,13 +411,13 @@ class TrioEmbedder:
         self.a, self.b = math.sqrt(1.0 - mpnet_weight), math.sqrt(mpnet_weight)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        pending = self._beside(texts)
+        pending = beside("mpnet", self.mpnet.embed, texts)
         pair = self.pair.embed(texts)
         return self._join(pair, pending.result())
 
     def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
         english = [i for i, t in enumerate(texts) if not is_cjk(t)]
-        pending = self._beside([texts[i] for i in english]) if english else None
+        pending = beside("mpnet", self.mpnet.embed, [texts[i] for i in english]) if english else None
         pair = self.pair.embed_query(texts)
         mpnet = dict(zip(english, pending.result(), strict=True)) if pending else {}
         zero = [0.0] * MPNetEmbedder.dimension
@@ -436,9 +432,6 @@ class TrioEmbedder:
 
     def _join(self, pair: list[list[float]], mpnet: list[list[float]]) -> list[list[float]]:
         return [[self.a * x for x in p] + [self.b * x for x in m] for p, m in zip(pair, mpnet, strict=True)]
-
-    def _beside(self, texts: Sequence[str]) -> Future[Any]:
-        return beside("mpnet", self.mpnet.embed, texts)
 
 
 def _check_sha256(data: bytes, expected: str, what: str) -> None:
