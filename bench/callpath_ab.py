@@ -21,8 +21,6 @@ from pathlib import Path
 import peers
 from pipe_client import ECHO_PLUGIN, Server, pct
 
-XDG = {"XDG_RUNTIME_DIR": "run", "XDG_STATE_HOME": "state", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "xdg"}
-
 
 def cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -44,7 +42,7 @@ def main() -> None:
     peers.text_file(ten_k, 10_000)
     (work / "plugins").mkdir()
     (work / "plugins" / "bench_echo.py").write_text(ECHO_PLUGIN)
-    env = peers.server_env() | {key: str(work / "xdg" / sub) for key, sub in XDG.items()}
+    env = peers.nexus_home_env(work / "home")
     servers: dict[str, tuple[Server, Path, str]] = {}
     for spec in args.variants:
         name, _, command = spec.partition("=")

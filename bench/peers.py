@@ -369,6 +369,13 @@ def server_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") and k != "PYTHONDONTWRITEBYTECODE"}
 
 
+def nexus_home_env(home: Path) -> dict[str, str]:
+    """``server_env`` with a home folder of the bench's own, so its shared server is never one the user runs
+    (Nexus's folders follow HOME); the built model cache stays the user's."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return server_env() | {"HOME": str(home), "XDG_CACHE_HOME": cache}
+
+
 def nexus_command(command: str, config: Path) -> list[str]:
     argv = shlex.split(command)
     local = Path(sys.executable).parent / argv[0]
@@ -410,9 +417,7 @@ class Bench:
         # Data worth keeping between runs (memory stores take minutes to embed, the grep tree to write).
         self.data: Path = self.work if args.smoke else args.data.expanduser()
         self.variants: list[tuple[str, str]] = args.nexus or DEFAULT_VARIANTS
-        # The relay's shared server lives in these folders: the bench never touches one the user runs.
-        xdg = {"XDG_RUNTIME_DIR": "run", "XDG_STATE_HOME": "state", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "xdg"}
-        self.nexus_env = server_env() | {key: str(self.work / "xdg" / sub) for key, sub in xdg.items()}
+        self.nexus_env = nexus_home_env(self.work / "home")
         self.configs: list[tuple[Path, str]] = []
         self.servers: list[Server] = []
         self.rows: list[Row] = []

@@ -131,10 +131,9 @@ def main() -> None:
     args = parser.parse_args()
     records, queries, _, supersedes = load_set(0, args.set)
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "HOME": home, "XDG_RUNTIME_DIR": f"{home}/run", "ANONYMIZED_TELEMETRY": "False"}
+        env = {**os.environ, "HOME": home, "ANONYMIZED_TELEMETRY": "False"}
         for var in ("NEXUS_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             env.pop(var, None)
-        os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
         try:
             asyncio.run(run(records, queries, supersedes, env, args.distractors))
         finally:

@@ -78,12 +78,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="nexus-relay-bench-"))
     (work / "plugins").mkdir()
     (work / "plugins" / "bench_echo.py").write_text(ECHO_PLUGIN)
-    (work / "run").mkdir(mode=0o700)
     config = work / "nexus.toml"
     config.write_text(f'[server]\ndata_dir = "{work / "data"}"\nplugin_dirs = ["{work / "plugins"}"]\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") and k != "PYTHONDONTWRITEBYTECODE"}
-    env |= {"XDG_RUNTIME_DIR": str(work / "run"), "XDG_STATE_HOME": str(work / "state")}
-    env |= {"XDG_CONFIG_HOME": str(work / "config"), "XDG_DATA_HOME": str(work / "xdg-data")}
+    env |= {"HOME": str(work), "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")}
     relay_cmd = [*NEXUS, "serve", "--config", str(config)]
     alone_cmd = [*relay_cmd, "--standalone"]
 

@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from nexus_core import locate
+from nexus_core import locate, runtime
 from nexus_core.errors import ConfigError
 from nexus_core.locate import (  # noqa: F401  (re-exported: the config's public names)
     CONFIG_ENV,
@@ -33,7 +32,7 @@ from nexus_core.locate import (  # noqa: F401  (re-exported: the config's public
 
 
 def default_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("nexus"))
+    return runtime.data_dir()
 
 
 class Strict(BaseModel):

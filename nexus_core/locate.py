@@ -15,14 +15,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
+from nexus_core import runtime
 
 CONFIG_ENV = "NEXUS_CONFIG"
 CONFIG_NAME = "nexus.toml"
 
 
 def user_config_path() -> Path:
-    return Path(platformdirs.user_config_dir("nexus")) / CONFIG_NAME
+    return runtime.config_dir() / CONFIG_NAME
 
 
 def trust_path() -> Path:

@@ -2,14 +2,19 @@
 
 Standard library and platformdirs only: the relay imports this at every launch.
 
-``runtime_dir()`` is ``$XDG_RUNTIME_DIR/nexus`` when the system provides one
-(a per-user tmpfs, gone at logout) that is really this user's (owned by them,
-writable by no one else: one set to ``/tmp`` is not), else ``<user state
-dir>/run``. It is created with mode 0700 and refused when it is a symlink or
-another user owns it, so no one else can reach a socket, plant a lock or swap
-the folder for their own later. Both ends of the socket also check that the
-other runs as this user (``peer_uid``). ``state_dir()`` keeps what should survive a reboot
-(the shared servers' logs).
+Every process of one user must find the same places whatever environment its
+client launched it with: a terminal agent passes the full environment, while
+the MCP SDKs launch servers with only ``HOME``, ``PATH``, ``SHELL``, ``TERM``,
+``USER`` and ``LOGNAME``. So the places are derived from the home folder alone,
+never from ``XDG_*`` variables: ``config_dir()`` is ``~/.config/nexus``,
+``data_dir()`` ``~/.local/share/nexus``, ``state_dir()`` is ``~/.local/state/nexus``
+(the platform's own folder on macOS and Windows, where ``XDG_*`` plays no
+part), and ``runtime_dir()`` is its ``run`` folder, which holds the shared
+servers' sockets and locks and every lock of ``locks``. Each is created with
+mode 0700 and refused when it is a symlink or another user owns it, so no one
+else can reach a socket, plant a lock or swap the folder for their own later.
+Both ends of the socket also check that the other runs as this user
+(``peer_uid``). ``state_dir()`` also keeps the shared servers' logs.
 
 One shared server runs per config and per Python install: ``server_key`` names
 it, and its socket, lock and description are ``<runtime dir>/<key>.sock``,
@@ -34,23 +39,31 @@ import platformdirs
 
 
 def state_dir() -> Path:
-    return _private(Path(platformdirs.user_state_dir("nexus")))
+    return _private(_per_user("state"))
+
+
+def data_dir() -> Path:
+    """Where the plugins keep their stores by default (``server.data_dir``); not created here."""
+    return _per_user("data")
 
 
 def runtime_dir() -> Path:
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and _owned_by_me(Path(base)):
-        return _private(Path(base) / "nexus")
     return _private(state_dir() / "run")
 
 
-def _owned_by_me(folder: Path) -> bool:
-    """A folder of this user's that no one else can write in (so no one else can rename what is in it)."""
-    try:
-        info = folder.stat()
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+def config_dir() -> Path:
+    """Where the user's ``nexus.toml``, trusted folders, tool folder and HTTP token are; not created here."""
+    return _per_user("config")
+
+
+_LINUX_FOLDERS = {"config": ".config", "data": ".local/share", "state": ".local/state"}
+
+
+def _per_user(kind: str) -> Path:
+    """``~/.config/nexus``, ``~/.local/share/nexus``, ``~/.local/state/nexus``; macOS and Windows: the platform's."""
+    if sys.platform in ("darwin", "win32"):
+        return Path(getattr(platformdirs, f"user_{kind}_dir")("nexus"))
+    return Path.home() / _LINUX_FOLDERS[kind] / "nexus"
 
 
 def _private(folder: Path) -> Path:

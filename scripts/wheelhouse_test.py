@@ -110,17 +110,9 @@ def install(venv: Path, wheelhouse: Path, wheels: dict[str, Path], names: list[s
 def server_env(home: Path, venv: Path) -> dict[str, str]:
     """What a desktop client gives a server it starts: a small environment, nothing of this repository.
 
-    Its own runtime folder, so the shared server ``nexus serve`` relays to is this test's alone.
+    Its own home folder, so the shared server ``nexus serve`` relays to is this test's alone.
     """
-    (home / "run").mkdir(mode=0o700, exist_ok=True)
-    return {
-        "HOME": str(home),
-        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_STATE_HOME": str(home / "state"),
-        "XDG_RUNTIME_DIR": str(home / "run"),
-    }
+    return {"HOME": str(home), "PATH": f"{venv / 'bin'}:/usr/bin:/bin"}
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:

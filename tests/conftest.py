@@ -31,17 +31,33 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """No test reads the developer's own nexus.toml or writes to their data dir (servers inherit this too);
-    every shared server a test started is stopped when it ends."""
+    """A home folder of its own for each test: no test reads the developer's own nexus.toml or writes to their
+    data dir (servers inherit this too); every shared server a test started is stopped when it ends.
+
+    Nexus's folders follow HOME alone, never XDG_* variables (clients launched with the SDKs' default
+    environment have none), so none is set here. The model cache stays the developer's: the built
+    all-mpnet-base-v2 model is reused, not rebuilt in every test's home.
+    """
     home = tmp_path_factory.mktemp("user")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
-    (home / "run").mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "run"))
-    monkeypatch.delenv("NEXUS_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", _MODEL_CACHE)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "NEXUS_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
     yield home
-    stop_shared_servers(home / "run" / "nexus")
+    stop_shared_servers(run_dir(home))
+
+
+def run_dir(home: Path) -> Path:
+    """The folder of the shared servers' sockets and locks for a user whose home folder is ``home``."""
+    return home / ".local" / "state" / "nexus" / "run"
+
+
+def logs_dir(home: Path) -> Path:
+    return home / ".local" / "state" / "nexus" / "logs"
+
+
+def config_dir(home: Path) -> Path:
+    return home / ".config" / "nexus"
 
 
 def stop_shared_servers(folder: Path, timeout: float = 15) -> None:
@@ -107,6 +123,15 @@ def server_env(**extra: str) -> dict[str, str]:
     return env | extra
 
 
+_MODEL_CACHE = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")  # read before any test moves HOME
+
+
+def home_env(home: Path, **extra: str) -> dict[str, str]:
+    """``server_env`` for a user whose home folder is ``home`` (the built model cache stays shared)."""
+    env = {k: v for k, v in server_env(**extra).items() if not k.startswith("XDG_")}
+    return env | {"HOME": str(home), "XDG_CACHE_HOME": _MODEL_CACHE} | extra
+
+
 @asynccontextmanager
 async def stdio_session(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, message_handler: Any = None
@@ -155,7 +180,7 @@ def http_server(tmp_path: Path, isolated_user_dirs: Path) -> Iterator[Callable[.
 
     Its generated token (no config names one) is ``HTTP_TOKEN``: ``http_client(url)`` sends it.
     """
-    token_file = isolated_user_dirs / "config" / "nexus" / "http-token"
+    token_file = config_dir(isolated_user_dirs) / "http-token"
     token_file.parent.mkdir(parents=True, exist_ok=True)
     token_file.write_text(HTTP_TOKEN + "\n")
     procs: list[subprocess.Popen[bytes]] = []

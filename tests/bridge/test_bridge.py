@@ -23,6 +23,7 @@ from mcp import ClientSession
 from tests.conftest import (
     free_port,
     nexus_command,
+    run_dir,
     server_env,
     stdio_session,
     stop_shared_servers,
@@ -118,7 +119,7 @@ def upstream_http(isolated_user_dirs: Path) -> Iterator[Callable[..., str]]:
         return f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
 
     yield start
-    stop_shared_servers(isolated_user_dirs / "run" / "nexus")
+    stop_shared_servers(run_dir(isolated_user_dirs))
     for proc in procs:
         proc.terminate()
         try:

@@ -21,7 +21,15 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from tests.conftest import free_port, nexus_command, server_env, stdio_session, stop_shared_servers, write_config
+from tests.conftest import (
+    free_port,
+    home_env,
+    nexus_command,
+    run_dir,
+    stdio_session,
+    stop_shared_servers,
+    write_config,
+)
 
 CHROMIUM = os.environ.get("NEXUS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -163,16 +171,6 @@ class ConsoleServer:
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def user_env(home: Path) -> dict[str, str]:
-    (home / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
-    return server_env(
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "xdg-data"),
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_RUNTIME_DIR=str(home / "run"),
-    )
-
-
 def console_config(home: Path, *, http_port: int | None = None) -> Path:
     notes = home / "notes"
     notes.mkdir(parents=True, exist_ok=True)
@@ -194,7 +192,7 @@ def console_config(home: Path, *, http_port: int | None = None) -> Path:
 def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
     home = tmp_path_factory.mktemp("console")
     # A free port, not the default 8766: a console the user runs, or another test run, may hold that one.
-    server = ConsoleServer(console_config(home, http_port=free_port()), user_env(home), home, [])
+    server = ConsoleServer(console_config(home, http_port=free_port()), home_env(home), home, [])
 
     async def populate(session: ClientSession) -> list[str]:
         ids = []
@@ -214,7 +212,7 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console
         server.memory_ids = server.mcp(populate)
         yield server
     finally:
-        stop_shared_servers(home / "run" / "nexus")
+        stop_shared_servers(run_dir(home))
 
 
 @pytest.fixture(scope="module")

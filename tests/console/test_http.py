@@ -16,8 +16,16 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.conftest import free_port, nexus_command, server_env, stop_shared_servers, wait_listening, write_config
-from tests.console.conftest import user_env
+from tests.conftest import (
+    free_port,
+    home_env,
+    nexus_command,
+    run_dir,
+    server_env,
+    stop_shared_servers,
+    wait_listening,
+    write_config,
+)
 
 
 class Standalone:
@@ -170,7 +178,7 @@ def test_nexus_console_starts_the_shared_server_and_http_on_demand(tmp_path: Pat
         f'[server]\ndata_dir = "{tmp_path / "data"}"\n[server.http]\nport = {taken}\n'  # enabled = false
         "[plugins.files]\nenabled = false\n[plugins.memory]\nenabled = false\n[plugins.bridge]\nenabled = false\n",
     )
-    env = user_env(tmp_path / "home")
+    env = home_env(tmp_path / "home")
     run = lambda *args: subprocess.run(  # noqa: E731
         nexus_command(*args, "--config", str(config)), capture_output=True, text=True, env=env, timeout=120
     )
@@ -189,7 +197,7 @@ def test_nexus_console_starts_the_shared_server_and_http_on_demand(tmp_path: Pat
             assert client.get(f"http://127.0.0.1:{port}/console/api/session").status_code == 200
     finally:
         busy.close()
-        stop_shared_servers(tmp_path / "home" / "run" / "nexus")
+        stop_shared_servers(run_dir(tmp_path / "home"))
 
 
 NOBODY_FETCH = """

@@ -13,7 +13,6 @@ from nexus_core.errors import ConfigError
 def test_defaults_without_any_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NEXUS_CONFIG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     config = load_config()
     assert config.source == "defaults"
     assert config.server.http.host == "127.0.0.1" and config.server.http.port == 8766

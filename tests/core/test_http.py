@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import HTTP_TOKEN, http_client, server_env, write_config
+from tests.conftest import HTTP_TOKEN, config_dir, http_client, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +87,7 @@ def test_the_token_is_generated_once_private_and_announced(tmp_path: Path, isola
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=20)
-    token_file = isolated_user_dirs / "config" / "nexus" / "http-token"
+    token_file = config_dir(isolated_user_dirs) / "http-token"
     token = token_file.read_text().strip()
     assert len(token) >= 40 and stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
     assert f"Authorization: Bearer {token}" in stderr.decode()

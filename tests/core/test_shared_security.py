@@ -27,23 +27,28 @@ as_another_user = pytest.mark.skipif(
 )
 
 
-def test_a_runtime_dir_others_can_write_in_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_runtime_folder_follows_the_home_folder_not_xdg_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One client passes XDG_RUNTIME_DIR (and XDG_STATE_HOME), another does not: both must meet in one place.
+    A shared /tmp-like folder is never used either: anyone could plant a `nexus` there, or rename one away."""
+    expected = runtime.runtime_dir()
     shared = tmp_path / "tmp"
     shared.mkdir()
-    shared.chmod(0o1777)  # XDG_RUNTIME_DIR=/tmp: anyone may plant a `nexus` there, or rename one away
+    shared.chmod(0o1777)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     folder = runtime.runtime_dir()
-    assert not folder.is_relative_to(shared)
-    assert folder == runtime.state_dir() / "run"
+    assert folder == expected == Path.home() / ".local" / "state" / "nexus" / "run"
     assert (folder.stat().st_mode & 0o777) == 0o700
+    assert not any(shared.iterdir()) and not (tmp_path / "state").exists()
 
 
-def test_a_symlink_planted_as_the_runtime_folder_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    base, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
-    base.mkdir(mode=0o700)
+def test_a_symlink_planted_as_the_runtime_folder_is_refused(tmp_path: Path) -> None:
+    base, elsewhere = Path.home() / ".local" / "state" / "nexus", tmp_path / "elsewhere"
+    base.mkdir(mode=0o700, parents=True)
     elsewhere.mkdir(mode=0o700)
-    (base / "nexus").symlink_to(elsewhere)  # whoever planted it can point it at their own folder later
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    (base / "run").symlink_to(elsewhere)  # whoever planted it can point it at their own folder later
     with pytest.raises(PermissionError, match="symlink"):
         runtime.runtime_dir()
 
@@ -95,15 +100,14 @@ def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monk
     from nexus_core import shared
 
     base = Path(tempfile.mkdtemp(prefix="nexus-peer-"))  # outside pytest's 0700 folders: the other user reaches it
-    (base / "run").mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / "run"))
+    monkeypatch.setenv("HOME", str(base))
     config = write_config(tmp_path / "nexus.toml", "[plugins.files]\nenabled = false\n")
     subprocess.run([*nexus_command(), "server", "start", "--config", str(config)], env=server_env(), check=True)
     key = runtime.server_key(config, ["--config", str(config)])
     path = runtime.server_files(key)["socket"]
     assert shared.ask(key, "status") is not None  # its own user is served
-    for folder in (base, base / "run", path.parent):  # as if the folders let others in: the peer check holds alone
-        folder.chmod(0o711)
+    for folder in (base, *path.parent.relative_to(base).parents, path.parent.relative_to(base)):
+        (base / folder).chmod(0o711)  # as if the folders let others in: the peer check holds alone
     path.chmod(0o666)
     try:
         code = (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import nexus_command, server_env, stdio_session, write_config
+from tests.conftest import logs_dir, nexus_command, server_env, stdio_session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -143,7 +143,7 @@ def test_raw_lines_garbage_unknown_methods_and_stdout_purity(
     assert stdout_rest == b""
     assert proc.returncode == 0
     if mode == "relay":  # the plugins run in the shared server: what they print is in its log
-        stderr = "".join(p.read_text() for p in (isolated_user_dirs / "state" / "nexus" / "logs").glob("*.log"))
+        stderr = "".join(p.read_text() for p in logs_dir(isolated_user_dirs).glob("*.log"))
     assert "noise at import" in stderr and "noise from a tool" in stderr and "raw noise on fd 1" in stderr
     assert "plugin 'broken' not loaded" in stderr and "not_a_module_anywhere" in stderr
 

@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import nexus_command, server_env, write_config
+from tests.conftest import logs_dir, nexus_command, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +102,7 @@ async def test_tool_files_are_added_edited_broken_and_deleted_while_a_client_is_
     stderr = tmp_path / "stderr.log"
 
     def server_log() -> str:  # standalone: its stderr; shared: the shared server's log file
-        found = [stderr, *(isolated_user_dirs / "state" / "nexus" / "logs").glob("*.log")]
+        found = [stderr, *logs_dir(isolated_user_dirs).glob("*.log")]
         return "".join(path.read_text(errors="replace") for path in found if path.exists())
 
     async with nexus(config, *args, errlog=stderr) as client:

@@ -359,11 +359,11 @@ class ChromaStore:
         try:
             lock.hold(self.data_dir / LOCK_FILE)
         except lock.Held as held:
-            who = f"process {held.pid}" if held.pid else "another process"
             raise StoreError(
-                f"the embedded memory store {self.path} is in use by {who}: embedded Chroma serves one process "
-                "only. Use the Nexus that already runs, stop it, or share one store between processes and "
-                "machines through a Chroma server (`chroma run`, then [plugins.memory] chroma_url)"
+                f"the embedded memory store {self.path} is in use by {_holder(held.pid)}: embedded Chroma serves "
+                "one process only. Reach it through the Nexus that holds it, stop that one (`nexus server stop` "
+                "with its --config), give this one another [server] data_dir, or share one store between processes "
+                "and machines through a Chroma server (`chroma run`, then [plugins.memory] chroma_url)"
             ) from None
         except OSError as exc:
             raise StoreError(f"cannot lock {self.data_dir / LOCK_FILE}: {one_line(exc)}") from None
@@ -982,3 +982,17 @@ class ChromaStore:
 
     def link_count(self) -> int:
         return int(self.links.count())
+
+
+def _holder(pid: int | None) -> str:
+    """Who holds the store, as a user can find it: the process and its command line."""
+    if not pid:
+        return "another process"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return f"process {pid}"
+    command = " ".join(a.decode(errors="replace") for a in argv)
+    if "server run --key" in command:
+        return f"another shared Nexus server (pid {pid}, another config or install: {command[:300]})"
+    return f"process {pid} ({command[:300]})"

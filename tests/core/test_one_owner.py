@@ -1,0 +1,82 @@
+"""One shared server per user, however its clients were launched.
+
+A terminal agent launches ``nexus serve`` with its full environment (``XDG_*`` variables included), an
+SDK-based desktop client with the MCP SDKs' default one (``HOME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``,
+``LOGNAME``), each from its own folder, with no config: both must reach one server and one set of stores.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.conftest import nexus_command, server_env
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def client(env: dict[str, str] | None, cwd: Path) -> AsyncIterator[ClientSession]:
+    """``env=None``: the SDK's default environment, as desktop clients launch a server."""
+    command = nexus_command("serve")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=cwd)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content or {}
+
+
+async def test_clients_launched_with_different_environments_share_one_server_and_its_stores(
+    isolated_user_dirs: Path,
+) -> None:
+    home = isolated_user_dirs
+    base = Path(tempfile.mkdtemp(prefix="xdg-"))  # short, like /run/user/UID: a socket path has ~107 bytes
+    xdg = {name: base / name[4:8].lower() for name in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_DATA_HOME")}
+    for folder in xdg.values():
+        folder.mkdir(mode=0o700)  # a real per-user runtime folder, as a login session gives
+    terminal = server_env(**{name: str(folder) for name, folder in xdg.items()})
+    async with client(terminal, home) as full, client(None, Path("/")) as desktop:
+        stored = [
+            await call(
+                full,
+                "store_memory",
+                content="The staging database listens on port 6543.",
+                context_name="infra",
+                tags=["db"],
+            ),
+            await call(
+                desktop,
+                "store_memory",
+                content="Release notes are drafted on Thursdays.",
+                context_name="process",
+                tags=["release"],
+            ),
+        ]
+        for session in (full, desktop):  # each sees the other's memory at once
+            found = await call(session, "recall_memories", query="staging database port", limit=3)
+            assert stored[0]["memory_id"] in [m["id"] for m in found["memories"]]
+            found = await call(session, "recall_memories", query="when are release notes drafted", limit=3)
+            assert stored[1]["memory_id"] in [m["id"] for m in found["memories"]]
+        status = json.loads(
+            subprocess.run(
+                [*nexus_command("server", "status", "--json")], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        assert len(status["sessions"]) == 2  # one server holds both sessions
+    assert (home / ".local" / "share" / "nexus" / "memory").is_dir()
+    assert not any(path for folder in xdg.values() for path in folder.rglob("*"))  # nothing followed XDG_*
+    shutil.rmtree(base)
