@@ -183,7 +183,7 @@ def cli() -> None:
 @click.option(
     "--standalone",
     is_flag=True,
-    help="Serve stdio in this process instead of relaying to the shared server.",
+    help="Serve in this process instead of through the shared server (its stores must not be in use).",
 )
 def serve(
     config_path: str | None,
@@ -198,8 +198,8 @@ def serve(
     profile: str | None,
     standalone: bool,
 ) -> None:
-    """Serve every enabled plugin: on stdio through the shared server (what desktop clients launch),
-    on stdio in this process (--standalone), or over Streamable HTTP."""
+    """Serve every enabled plugin through the shared server: on stdio (what desktop clients launch), or over
+    Streamable HTTP while this command runs; --standalone serves either in this process."""
     if transport == "stdio" and not standalone:  # (`nexus serve` usually reaches the relay before click)
         from nexus_core import relay
 
@@ -207,6 +207,12 @@ def serve(
         argv += [*(["--libraries", libraries] if libraries else []), *(["--name", name] if name else [])]
         argv += [*(a for r in roots for a in ("--root", r)), *(["--profile", profile] if profile else [])]
         sys.exit(relay.main(argv + (["-v"] if verbose else [])))
+    if transport == "http" and not standalone:
+        from nexus_core.server_cli import serve_http as serve_http_shared
+
+        options = dict(config_path=config_path, overrides=overrides, verbose=verbose, name=name, libraries=libraries)
+        serve_http_shared(options | {"roots": roots, "profile": profile}, bind, port)
+        return
     if name:
         overrides += (f"server.name={json.dumps(name)}",)
     process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in roots)

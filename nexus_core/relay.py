@@ -140,7 +140,7 @@ class Relay:
         hello = dict(
             self.hello, fingerprint=fingerprint, replay=self.replay, pending_input=pending_input.decode("latin-1")
         )
-        sock = self._connected(hello)
+        sock, _ = self.reach(hello)
         os.ftruncate(self.in_flight, 0)
         socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
         self.sock = sock
@@ -150,8 +150,9 @@ class Relay:
         sock = self._dial() or self._start()
         sock.close()
 
-    def _connected(self, hello: dict[str, Any]) -> socket.socket:
-        """A greeted connection; a server that is dying (its socket still accepting) or stale is waited out."""
+    def reach(self, hello: dict[str, Any], expect: str = "welcome") -> tuple[socket.socket, dict[str, Any]]:
+        """A connection greeted with ``hello`` (started when none listens) and the server's answer, which must be
+        ``expect``; a server that is dying (its socket still accepting) or stale is waited out."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             sock = self._dial() or self._start()
@@ -159,8 +160,8 @@ class Relay:
                 welcome = _greet(sock, hello)
             except OSError:  # reset: it died between accepting and answering
                 welcome = {"nexus": "restart"}
-            if welcome.get("nexus") == "welcome":
-                return sock
+            if welcome.get("nexus") == expect:
+                return sock, welcome
             sock.close()
             if welcome.get("nexus") != "restart":
                 raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}", 2)
@@ -172,7 +173,7 @@ class Relay:
     def _dial(self) -> socket.socket | None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(str(self.files["socket"]))
+            sock.connect(runtime.socket_address(self.files["socket"]))
         except OSError:
             sock.close()
             return None

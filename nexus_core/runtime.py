@@ -139,6 +139,21 @@ def install_fingerprint(site: Path | None = None) -> str:
     return hashlib.sha256(repr(found).encode()).hexdigest()[:16]
 
 
+_SUN_PATH_MAX = 107  # bytes of a Unix socket's path (sockaddr_un.sun_path, less its NUL), on Linux
+_folders: dict[Path, int] = {}  # folder -> descriptor kept open, for socket_address
+
+
+def socket_address(path: Path) -> str:
+    """What to bind or connect to for the Unix socket ``path``: the path itself, or, when it is longer than a
+    socket address may be (a deep home folder), the same file reached through ``/proc/self/fd``."""
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX or not Path("/proc/self/fd").is_dir():
+        return str(path)
+    folder = path.parent
+    if folder not in _folders:
+        _folders[folder] = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{_folders[folder]}/{path.name}"
+
+
 def server_files(key: str) -> dict[str, Path]:
     run = runtime_dir()
     logs = state_dir() / "logs"

@@ -92,6 +92,47 @@ def ensure_running(config_path: str | None, overrides: tuple[str, ...], librarie
     return key
 
 
+def serve_http(options: dict[str, Any], bind: str | None, port: int | None) -> None:
+    """``nexus serve --transport http``: the shared server serves Streamable HTTP at this address, with this
+    command's token, roots and profile, for as long as this command runs; stdio clients share its state."""
+    from nexus_core.cli import _fail, load
+    from nexus_core.transports import http_token
+
+    try:
+        config = load(options["config_path"], options["overrides"], options["verbose"])
+        bind = bind or config.server.http.host
+        port = config.server.http.port if port is None else port
+        token = http_token(config, bind)
+    except NexusError as exc:
+        _fail(str(exc))
+    key, shape = _which(options["config_path"], options["overrides"], options["libraries"], options["name"])
+    choice = locate.find_config(options["config_path"])
+    hello = {
+        "nexus": "http",
+        "host": bind,
+        "port": port,
+        "token": token,
+        "cwd": str(Path.cwd()),
+        "roots": [str(Path(r).expanduser().absolute()) for r in options["roots"]],
+        "narrowing": str(choice.narrowing) if choice.narrowing else None,
+        "profile": options["profile"],
+    }
+    link = relay.Relay(key, shape, {})
+    while True:
+        try:
+            sock, answer = link.reach(hello | {"fingerprint": runtime.install_fingerprint()}, expect="http")
+        except relay.RelayError as exc:
+            _fail(str(exc), exc.code)
+        click.echo(f"nexus: serving Streamable HTTP on {answer['url']} (shared server pid {answer['pid']})", err=True)
+        console = shared.ask(key, "console") or {}
+        if console.get("url"):
+            click.echo(f"console: {console['url']} (works once; `nexus console` makes more)", err=True)
+        with sock:
+            while sock.recv(1 << 16):  # until the server goes away (a restart after an upgrade or a config edit)
+                pass
+        click.echo("nexus: the shared server went away; serving HTTP again", err=True)
+
+
 @server.command("stop")
 @_shape_options
 def server_stop(config_path: str | None, overrides: tuple[str, ...], libraries: str | None, name: str | None) -> None:

@@ -119,8 +119,17 @@ def process_session() -> Session:
     return _process_session
 
 
+_template: contextvars.ContextVar[Session | None] = contextvars.ContextVar("nexus_session_template", default=None)
+
+
+def start_sessions_like(template: Session) -> None:
+    """New sessions in this task (and the tasks it starts) start from ``template``, not from the process's:
+    the shared server's HTTP listener for a ``nexus serve --transport http`` launched elsewhere."""
+    _template.set(template)
+
+
 def like_process(transport: str = "in-process") -> Session:
-    template = process_session()
+    template = _template.get() or process_session()
     return Session(
         transport=transport,
         cwd=template.cwd,

@@ -4,7 +4,9 @@ Relays (``nexus serve``, see ``relay``) connect over a Unix socket in the
 user's private runtime folder. Each connection opens with one line of JSON:
 ``hello`` (a client session: its launch folder, ``--root`` folders, profile,
 an untrusted ``./nexus.toml`` to narrow with), ``status``, ``stop`` or
-``console`` (serve HTTP if it is off, and answer a one-time console login link). After
+``console`` (serve HTTP if it is off, and answer a one-time console login link),
+``http`` (``nexus serve --transport http``: serve Streamable HTTP on its address,
+with its token, for as long as its connection stays open). After
 ``hello`` the relay hands over its client's stdin and stdout, and the server
 serves MCP on them directly, in either protocol era, with the session bound
 to every request (``client_pipes``); the socket stays open for notes to the
@@ -20,12 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hmac
 import json
 import logging
 import os
 import signal
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +41,10 @@ from nexus_core import __version__, runtime
 from nexus_core.client_pipes import ClientPipes
 from nexus_core.config import NexusConfig
 from nexus_core.console import last_used as console_last_used
+from nexus_core.errors import NexusError
 from nexus_core.host import Host
 from nexus_core.narrowing import read_narrowing
-from nexus_core.sessions import Session, bound
+from nexus_core.sessions import Session, bound, start_sessions_like
 
 log = logging.getLogger("nexus")
 
@@ -58,6 +63,7 @@ class SharedServer:
         self.idle_since: float | None = time.monotonic()
         self.http_url: str | None = None
         self.http_port = 0
+        self.listeners: dict[tuple[str, int], Listener] = {}  # what `nexus serve --transport http` asked for
         self._tg: TaskGroup | None = None
 
     # -- running --------------------------------------------------------------------
@@ -88,7 +94,7 @@ class SharedServer:
             path.unlink()  # left by a server that died: the lifetime lock proves no other owns it
         old = os.umask(0o177)
         try:
-            listener = await anyio.create_unix_listener(path)
+            listener = await anyio.create_unix_listener(runtime.socket_address(path))
         finally:
             os.umask(old)
         async with listener:
@@ -133,18 +139,20 @@ class SharedServer:
     async def _console(self) -> dict[str, Any]:
         """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""
         from nexus_core.console import console_for
-        from nexus_core.transports import _is_loopback, loopback_socket
+        from nexus_core.transports import is_loopback, loopback_socket
 
         http = self.host.config.server.http
-        if self.http_url is None and self._tg is not None:
+        # A loopback address that `nexus serve --transport http` holds serves the console too.
+        port = next((port for bind, port in self.listeners if is_loopback(bind) or bind in ("0.0.0.0", "::")), 0)
+        if not port and self.http_url is None and self._tg is not None:
             sock = loopback_socket(http.port)
             port = sock.getsockname()[1]
             self.http_url = f"http://127.0.0.1:{port}{http.path}"  # before the task runs: one listener only
             self._tg.start_soon(self._serve_http, "127.0.0.1", port, sock)
-        elif self.http_url is not None and not _is_loopback(http.host) and http.host not in ("0.0.0.0", "::"):
+        elif not port and not is_loopback(http.host) and http.host not in ("0.0.0.0", "::"):
             return {"nexus": "refused", "reason": f"HTTP listens on {http.host} only; the console needs loopback"}
         login = await anyio.to_thread.run_sync(console_for(self.host).login_path)  # the first one collects pages
-        return {"nexus": "console", "url": f"http://127.0.0.1:{self.http_port}{login}", "pid": os.getpid()}
+        return {"nexus": "console", "url": f"http://127.0.0.1:{port or self.http_port}{login}", "pid": os.getpid()}
 
     # -- one connection -----------------------------------------------------------------
 
@@ -168,6 +176,8 @@ class SharedServer:
                     self.stop("nexus server stop")
                 case "console":
                     await _send(stream, await self._console())
+                case "http":
+                    await self._hold_http(stream, hello)
                 case "hello":
                     await self._session(stream, reader, hello, state)
                 case _:
@@ -205,8 +215,68 @@ class SharedServer:
                 os.close(fd)
             del self.sessions[session.id]
             log.info("session %s (%s) closed after %d call(s)", session.id, session.client or "?", session.calls)
-            if not self.sessions:
-                self.idle_since = time.monotonic()
+            self._note_idle()
+
+    def _note_idle(self) -> None:
+        if not self.sessions and not any(listener.holders for listener in self.listeners.values()):
+            self.idle_since = time.monotonic()
+
+    # -- HTTP for `nexus serve --transport http` ------------------------------------------
+
+    async def _hold_http(self, stream: SocketStream, hello: dict) -> None:
+        """Serve Streamable HTTP at the address asked for while the asking connection stays open."""
+        if reason := self._stale(hello):
+            await _send(stream, {"nexus": "restart", "reason": reason})
+            self.stop(f"stale: {reason}")
+            return
+        try:
+            listener = self._listener(str(hello.get("host") or "127.0.0.1"), int(hello.get("port") or 0), hello)
+        except OSError as exc:
+            await _send(stream, {"nexus": "refused", "reason": f"cannot listen there: {exc.strerror or exc}"})
+            return
+        except (ValueError, NexusError) as exc:
+            await _send(stream, {"nexus": "refused", "reason": str(exc)})
+            return
+        listener.holders += 1
+        self.idle_since = None
+        log.info("serving Streamable HTTP on %s (for `nexus serve --transport http`)", listener.url)
+        await _send(stream, {"nexus": "http", "url": listener.url, "pid": os.getpid()})
+        try:
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                while await stream.receive():
+                    pass
+        finally:
+            listener.holders -= 1
+            if not listener.holders:
+                listener.server.should_exit = True
+                self.listeners = {k: v for k, v in self.listeners.items() if v is not listener}
+            self._note_idle()
+
+    def _listener(self, bind: str, port: int, hello: dict) -> Listener:
+        """The HTTP listener on ``bind:port`` (``port`` 0: a new one on a free port), started if needed."""
+        from nexus_core.transports import http_server, http_token, listening_socket
+
+        token = str(hello.get("token") or "") or http_token(self.host.config, bind)
+        listener = self.listeners.get((bind, port)) if port else None
+        if listener is not None:
+            if not hmac.compare_digest(listener.token.encode(), token.encode()):
+                raise ValueError(f"{listener.url} is already served with another token")
+            return listener
+        if self._tg is None:
+            raise ValueError("the shared server is not serving yet")
+        sock = listening_socket(bind, port)
+        port = sock.getsockname()[1]
+        host_part = f"[{bind}]" if ":" in bind else bind
+        try:
+            template = _session_from(hello, self.host.config, "http")
+            server = http_server(self.host, bind=bind, port=port, token=token)
+        except BaseException:
+            sock.close()
+            raise
+        listener = Listener(f"http://{host_part}:{port}{self.host.config.server.http.path}", token, server)
+        self.listeners[(bind, port)] = listener
+        self._tg.start_soon(_run_listener, listener, sock, template)
+        return listener
 
     def _stale(self, hello: dict) -> str | None:
         if hello.get("fingerprint") not in (None, self.fingerprint):
@@ -234,7 +304,8 @@ class SharedServer:
             "config": str(self.host.config.path or "defaults"),
             "socket": str(self.files["socket"]),
             "log": str(self.files["log"]),
-            "http": self.http_url,
+            "http": self.http_url or next((listener.url for listener in self.listeners.values()), None),
+            "http_listeners": [listener.url for listener in self.listeners.values()],
             "rss_mb": _rss_mb(),
             "idle_timeout_s": self.idle_timeout,
             "plugins": [
@@ -260,10 +331,30 @@ class SharedServer:
         self.files["info"].write_text(json.dumps(info))
 
 
-def _session_from(hello: dict, config: NexusConfig) -> Session:
+@dataclass
+class Listener:
+    """One HTTP address served for ``nexus serve --transport http``, while any such command holds it."""
+
+    url: str
+    token: str
+    server: Any  # uvicorn.Server: ``should_exit = True`` stops it
+    holders: int = 0
+
+
+async def _run_listener(listener: Listener, sock: Any, template: Session) -> None:
+    start_sessions_like(template)  # its sessions start where that command was launched, with its roots and profile
+    try:
+        await listener.server.serve(sockets=[sock])
+    except SystemExit:  # uvicorn exits when its app cannot start: the stdio clients stay served
+        log.error("HTTP on %s stopped: its app did not start (see above)", listener.url)
+    finally:
+        sock.close()
+
+
+def _session_from(hello: dict, config: NexusConfig, transport: str = "relay") -> Session:
     narrowing = read_narrowing(Path(hello["narrowing"])) if hello.get("narrowing") else None
     return Session(
-        transport="relay",
+        transport=transport,
         cwd=Path(hello["cwd"]) if hello.get("cwd") else None,
         launch_roots=tuple(Path(r) for r in hello.get("roots") or ()),
         narrowing=narrowing,
@@ -315,7 +406,7 @@ def ask(key: str, request: str, timeout: float = 10.0) -> dict[str, Any] | None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
-            sock.connect(str(path))
+            sock.connect(runtime.socket_address(path))
         except OSError:
             return None
         uid = runtime.other_user(sock)

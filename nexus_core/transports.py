@@ -34,6 +34,7 @@ from nexus_core.locate import user_config_path
 from nexus_core.sessions import bind, process_session
 
 if TYPE_CHECKING:
+    from nexus_core.config import NexusConfig
     from nexus_core.host import Host
 
 log = logging.getLogger("nexus")
@@ -126,20 +127,29 @@ class StaticTokenVerifier:
         return None
 
 
-def http_app(host: Host, *, bind: str, port: int) -> Any:
-    """The Starlette app for Streamable HTTP: always behind a bearer token, Host and Origin checked."""
-    http = host.config.server.http
+def http_token(config: NexusConfig, bind: str) -> str:
+    """The bearer token HTTP clients must send: the configured one (read from this process's environment),
+    else the generated one; listening beyond loopback needs a configured one."""
+    http = config.server.http
     token = http.token.resolve() if http.token else None
     if http.token and token is None:
-        raise ConfigError(host.config.source, "server.http.token", f"environment variable {http.token.env} is not set")
-    if not _is_loopback(bind) and token is None:
+        raise ConfigError(config.source, "server.http.token", f"environment variable {http.token.env} is not set")
+    if not is_loopback(bind) and token is None:
         raise ConfigError(
-            host.config.source,
+            config.source,
             "server.http.host",
             f'refusing to listen on {bind} without a token; set [server.http] token = {{ env = "NEXUS_TOKEN" }}',
         )
-    token = token or generated_token()
-    allowed_hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + ([] if _is_loopback(bind) else [f"{bind}:*"])
+    return token or generated_token()
+
+
+def http_app(host: Host, *, bind: str, port: int, token: str | None = None) -> Any:
+    """The Starlette app for Streamable HTTP: always behind a bearer token, Host and Origin checked.
+
+    ``token``: the one a ``nexus serve --transport http`` resolved in its own environment (see ``http_token``)."""
+    http = host.config.server.http
+    token = token or http_token(host.config, bind)
+    allowed_hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + ([] if is_loopback(bind) else [f"{bind}:*"])
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts + list(LOOPBACK_HOSTS),
@@ -188,18 +198,40 @@ def generated_token() -> str:
 
 async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | None = None) -> None:
     """Serve Streamable HTTP (and the console) on ``bind:port``, or on ``sock`` when given (already listening)."""
-    import uvicorn  # only the HTTP transport pays for it
-
     from nexus_core.console import console_for
 
-    app = http_app(host, bind=bind, port=port)
-    # No proxy headers: a loopback client's X-Forwarded-For would replace the peer address (and port) that the
-    # console checks (loopback, and the user owning the connection) with whatever it claims.
-    config = uvicorn.Config(app, host=bind, port=port, log_level="warning", lifespan="on", proxy_headers=False)
+    server = http_server(host, bind=bind, port=port)
     log.info("serving on http://%s:%d%s", bind, port, host.config.server.http.path)
     login = console_for(host).login_path()
     log.warning("console: http://127.0.0.1:%d%s (works once; `nexus console` makes more)", port, login)
-    await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
+    await server.serve(sockets=[sock] if sock is not None else None)
+
+
+def http_server(host: Host, *, bind: str, port: int, token: str | None = None) -> Any:
+    """The uvicorn server of ``http_app``; ``should_exit = True`` stops it (within a few seconds)."""
+    import uvicorn  # only the HTTP transport pays for it
+
+    app = http_app(host, bind=bind, port=port, token=token)
+    # No proxy headers: a loopback client's X-Forwarded-For would replace the peer address (and port) that the
+    # console checks (loopback, and the user owning the connection) with whatever it claims.
+    config = uvicorn.Config(
+        app, host=bind, port=port, log_level="warning", lifespan="on", proxy_headers=False, timeout_graceful_shutdown=3
+    )
+    return uvicorn.Server(config)
+
+
+def listening_socket(bind: str, port: int) -> socket.socket:
+    """A socket listening on ``bind:port`` (0: any free port); OSError when the address is taken."""
+    family = socket.AF_INET6 if ":" in bind.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bind.strip("[]"), port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def loopback_socket(port: int) -> socket.socket:
@@ -217,7 +249,7 @@ def loopback_socket(port: int) -> socket.socket:
     raise OSError("no free port on 127.0.0.1")
 
 
-def _is_loopback(bind: str) -> bool:
+def is_loopback(bind: str) -> bool:
     if bind == "localhost":
         return True
     try:

@@ -205,7 +205,7 @@ def shell_html(csrf: str, page_scripts: list[str]) -> str:
 def refusal(request: Request, *, post: bool, navigation: bool = False) -> tuple[int, str] | None:
     """Why this request is refused before any cookie is looked at, or None."""
     client = request.client.host if request.client else ""
-    if not _is_loopback(client):
+    if not is_loopback(client):
         return 403, "the console answers only on this machine (loopback)"
     if not _same_user(request):  # a stolen cookie (cookies ignore ports) is no use to another local user
         return 403, "the console answers only its own user"
@@ -253,7 +253,7 @@ def _secured(response: Response) -> Response:
     return response
 
 
-def _is_loopback(address: str) -> bool:
+def is_loopback(address: str) -> bool:
     try:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:

@@ -11,7 +11,7 @@ import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import nexus_command, server_env
+from tests.conftest import http_client, nexus_command, server_env, stdio_session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -80,3 +80,29 @@ async def test_clients_launched_with_different_environments_share_one_server_and
     assert (home / ".local" / "share" / "nexus" / "memory").is_dir()
     assert not any(path for folder in xdg.values() for path in folder.rglob("*"))  # nothing followed XDG_*
     shutil.rmtree(base)
+
+
+async def test_http_and_stdio_clients_share_the_shared_servers_state(
+    http_server: Callable[..., str], tmp_path: Path
+) -> None:
+    """`nexus serve --transport http` makes the shared server serve HTTP: no second host on the same stores."""
+    config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
+    url = http_server("--config", str(config))
+    async with http_client(url) as web, stdio_session("--config", str(config), cwd=tmp_path) as local:
+        over_http = await web.call_tool(
+            "store_memory", {"content": "The cache is warmed at 06:00.", "context_name": "ops", "tags": ["cache"]}
+        )
+        assert not over_http.is_error, over_http.content
+        over_stdio = await call(
+            local, "store_memory", content="Deploys freeze on Fridays.", context_name="ops", tags=["deploy"]
+        )
+        found = (await web.call_tool("recall_memories", {"query": "deploy freeze day"})).structured_content
+        assert over_stdio["memory_id"] in [m["id"] for m in found["memories"]]  # type: ignore[index]
+        found = await call(local, "recall_memories", query="when is the cache warmed")
+        assert over_http.structured_content["memory_id"] in [m["id"] for m in found["memories"]]  # type: ignore[index]
+    status = json.loads(
+        subprocess.run(
+            nexus_command("server", "status", "--json", "--config", str(config)), capture_output=True, text=True
+        ).stdout
+    )
+    assert status["http_listeners"] == [url]  # served by the one shared server, for as long as the command runs
