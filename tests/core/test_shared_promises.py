@@ -7,6 +7,7 @@ tests hold wherever the rendezvous lives. Each test stops every server it starte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from nexus_core import runtime, shared
-from tests.conftest import nexus_command, stop_shared_servers, write_config
+from tests.conftest import _alive, nexus_command, write_config
 
 XDG = ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
 QUIET = "".join(f"[plugins.{name}]\nenabled = false\n" for name in ("files", "memory", "graph", "manual", "bridge"))
@@ -36,6 +37,7 @@ class Home:
 
     env: dict[str, str]
     config: Path
+    key: str  # of the server for ``config``
     run: Path
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -55,8 +57,7 @@ class Home:
 
     def status(self) -> dict[str, Any] | None:
         """The server's own status over its socket (asked in-process, under the same environment)."""
-        key = runtime.server_key(self.config, ["--config", str(self.config)])
-        answer = shared.ask(key, "status")
+        answer = shared.ask(self.key, "status")
         assert answer is None or Path(answer["socket"]).parent == self.run  # the folder these tests watch
         return answer
 
@@ -69,8 +70,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
         monkeypatch.delenv(name, raising=False)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "XDG_"))}
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n{QUIET}')
-    run = runtime.runtime_dir()
-    user = Home(env, config, run)
+    user = Home(env, config, runtime.server_key(config, ["--config", str(config)]), runtime.runtime_dir())
     try:
         yield user
     finally:
@@ -78,15 +78,21 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-        if run.exists():
-            os.chown(run, os.getuid(), os.getgid())  # given away by a test: take it back to clean it up
-        stop_shared_servers(run)
-        _kill_servers_of(user.env["HOME"])
+        if user.run.exists():
+            os.chown(user.run, os.getuid(), os.getgid())  # given away by a test: take it back to clean it up
+        _stop_servers_of(folder)
+        for leftover in user.run.glob(f"{user.key}.*"):  # the runtime folder may be outside HOME
+            leftover.unlink()
+        if not user.run.is_relative_to(folder):
+            with contextlib.suppress(OSError):
+                user.run.rmdir()  # only if nothing else lives there
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _kill_servers_of(home: str) -> None:
-    """Any ``server run`` left with this HOME (one whose lock file a mutated server overwrote)."""
+def _stop_servers_of(home: Path, timeout: float = 15) -> None:
+    """Stop every ``server run`` started with this HOME: by process, not by lock file (only these tests' own,
+    and a mutated server may have overwritten the lock file's pid)."""
+    pids = []
     for proc in Path("/proc").iterdir():
         try:
             environ = (proc / "environ").read_bytes().split(b"\0")
@@ -94,7 +100,16 @@ def _kill_servers_of(home: str) -> None:
         except OSError:
             continue
         if f"HOME={home}".encode() in environ and b"\0server\0run\0" in cmdline:
-            os.kill(int(proc.name), signal.SIGKILL)
+            pids.append(int(proc.name))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _mode(path: Path) -> int:
@@ -147,7 +162,7 @@ def test_a_runtime_folder_owned_by_another_user_is_refused(home: Home) -> None:
     outcome = home.relay()
     assert outcome.returncode != 0
     assert b"belongs to another user" in outcome.stderr, outcome.stderr
-    assert list(home.run.iterdir()) == []  # no socket, no lock, no server
+    assert list(home.run.glob(f"{home.key}.*")) == []  # no socket, no lock, no server
 
 
 def test_an_existing_runtime_folder_others_can_reach_is_made_private(home: Home) -> None:
