@@ -744,6 +744,47 @@ MUTATIONS: list[Mutation] = [
         "tests/bridge/test_failures.py",
         "a slow answer does not drop the connection",
     ),
+    # -- issue 38: the shared server ---------------------------------------------------------------------
+    m(
+        "shared-start-unlocked",
+        CORE + "relay.py",
+        'with _flock(self.files["start"]):',
+        "with contextlib.nullcontext():",
+        "tests/core/test_shared_promises.py::test_relays_starting_at_the_same_instant_spawn_one_server",
+        "relays starting at the same instant take the start lock: one spawns the server",
+    ),
+    m(
+        "shared-lifetime-lock-not-exclusive",
+        CORE + "shared.py",
+        "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+        "fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        "tests/core/test_shared_promises.py::test_a_second_server_for_the_same_key_does_not_serve",
+        "the server's lifetime lock is exclusive: one server per key",
+    ),
+    m(
+        "shared-runtime-dir-of-another-user",
+        CORE + "runtime.py",
+        "if info.st_uid != os.getuid():",
+        off("info.st_uid != os.getuid()"),
+        "tests/core/test_shared_promises.py::test_a_runtime_folder_owned_by_another_user_is_refused",
+        "a runtime folder owned by another user is refused",
+    ),
+    m(
+        "shared-runtime-dir-left-open",
+        CORE + "runtime.py",
+        "if stat.S_IMODE(info.st_mode) & 0o077:",
+        off("stat.S_IMODE(info.st_mode) & 0o077"),
+        "tests/core/test_shared_promises.py::test_an_existing_runtime_folder_others_can_reach_is_made_private",
+        "an existing runtime folder others can reach is made 0700",
+    ),
+    m(
+        "shared-socket-umask-dropped",
+        CORE + "shared.py",
+        "old = os.umask(0o177)",
+        "old = os.umask(0o177)\n        os.umask(old)",
+        "tests/core/test_shared_promises.py::test_the_socket_is_the_users_alone_whatever_the_umask",
+        "the shared server's socket is created 0600 (under a umask), whatever umask the client has",
+    ),
 ]
 
 
