@@ -206,8 +206,10 @@ class PathPolicy(SafeOpening):
     def visible(self, path: str, is_dir: bool) -> bool:
         """``allows`` for a walk that already knows what each path is: no stat, no ``Path`` (thousands a second)."""
         view = self._view()
-        if any(path == s or path.startswith(s + "/") for s in view.system):
-            return False
+        if view.system:  # a root holds /proc, /sys or /dev: "/", from where a walk joins "//proc"
+            plain = "/" + path.lstrip("/")
+            if any(plain == s or plain.startswith(s + "/") for s in view.system):
+                return False
         root = view.root_text(path)
         if root is None:
             return False
