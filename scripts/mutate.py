@@ -82,6 +82,8 @@ MEM_A = "tests/memory/test_analysis.py::"
 GRAPH_T = "tests/graph/test_tools.py::"
 STORE_T = "tests/graph/test_storage.py::"
 EDIT_T = "tests/manual/test_editing.py::"
+LOGINS_T = "tests/console/test_logins.py::"
+GUARDED_T = "tests/core/test_guarded_files.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -849,6 +851,63 @@ MUTATIONS: list[Mutation] = [
         off("info.st_uid != os.getuid()"),
         "tests/files/test_hidden_paths.py::test_a_hard_link_to_another_users_file_is_refused",
         "a hard-linked file of another user is refused",
+    ),
+    # -- issue 38: console, tool folder, audit ----------------------------------------------------------
+    m(
+        "console-login-link-never-expires",
+        CORE + "console/logins.py",
+        "if expiry is None or expiry < time.monotonic():",
+        "if expiry is None:",
+        LOGINS_T + "test_a_login_link_expires_after_five_minutes",
+        "a console login link expires after 5 minutes",
+    ),
+    m(
+        "console-session-never-idles-out",
+        CORE + "console/logins.py",
+        "if session is None or now - session.last_seen > SESSION_IDLE:",
+        "if session is None:",
+        LOGINS_T + "test_a_browser_session_unused_for_12_hours_must_log_in_again",
+        "a console browser session unused for 12 hours must log in again",
+    ),
+    m(
+        "console-logout-keeps-the-session",
+        CORE + "console/app.py",
+        "        console.logins.end(session)\n",
+        "",
+        LOGINS_T + "test_logout_ends_the_session_on_the_server",
+        "console logout ends the session on the server: the old cookie no longer works",
+    ),
+    m(
+        "console-answers-any-address",
+        CORE + "console/app.py",
+        "if not _is_loopback(client):",
+        off("not _is_loopback(client)"),
+        LOGINS_T + "test_only_loopback_clients_are_answered",
+        "the console answers only loopback clients",
+    ),
+    m(
+        "tool-folder-loads-hidden-files",
+        CORE + "tool_folder.py",
+        'if not entry.name.endswith(".py") or entry.name[0] in "_.":',
+        'if not entry.name.endswith(".py"):',
+        GUARDED_T + "test_tool_files_named_with_a_leading_underscore_or_dot_are_not_loaded",
+        "tool files whose names start with _ or . are not loaded",
+    ),
+    m(
+        "audit-log-world-readable",
+        CORE + "audit.py",
+        "os.O_APPEND | os.O_CREAT, 0o600)",
+        "os.O_APPEND | os.O_CREAT, 0o644)",
+        GUARDED_T + "test_the_audit_log_is_created_readable_only_by_its_owner",
+        "the audit log is created 0600",
+    ),
+    m(
+        "installed-code-writable",
+        CORE + "host.py",
+        "[*self.config.protected_paths(), *self._installed_code()],",
+        "[*self.config.protected_paths()],",
+        GUARDED_T + "test_no_tool_writes_the_installed_code_of_nexus_or_a_plugin",
+        "no tool may write the installed code of Nexus or of a plugin",
     ),
 ]
 
