@@ -744,6 +744,55 @@ MUTATIONS: list[Mutation] = [
         "tests/bridge/test_failures.py",
         "a slow answer does not drop the connection",
     ),
+    # -- issue 38: files and bridge ----------------------------------------------------------------------
+    m(
+        "rename-replaces-without-overwrite",
+        FILES + "write.py",
+        "                if not overwrite:\n                    raise ToolError(f\"'{destination}' exists;",
+        "                if False:\n                    raise ToolError(f\"'{destination}' exists;",
+        WRITE_T + "test_rename_keeps_an_existing_destination_unless_overwrite",
+        "rename refuses to replace an existing destination unless overwrite",
+    ),
+    m(
+        "rename-creates-a-git-entry",
+        FILES + "write.py",
+        'if entry.name == ".git":',
+        "if False:",
+        WRITE_T + "test_no_entry_named_git_can_be_created",
+        "no entry named .git can be created (write_file, mkdir, rename)",
+    ),
+    m(
+        "timeout-above-command-timeout",
+        FILES + "execute.py",
+        "return min(requested or config.command_timeout, config.command_timeout)",
+        "return requested or config.command_timeout",
+        EXEC_T + "test_a_longer_timeout_than_command_timeout_is_cut_to_it",
+        "a call's timeout is capped at command_timeout",
+    ),
+    m(
+        "bridge-upstream-inherits-the-environment",
+        BRIDGE,
+        'env = {"PATH": os.environ.get("PATH", os.defpath)} | {',
+        "env = dict(os.environ) | {",
+        BT + "test_a_stdio_upstream_gets_a_minimal_environment_without_the_servers_secrets",
+        "a stdio upstream gets a minimal environment, without the server's secrets",
+    ),
+    m(
+        "bridge-npm-runs-in-the-workspace",
+        BRIDGE,
+        'configured = table.type != "npm" and self.ctx.paths.configured',
+        "configured = self.ctx.paths.configured",
+        BT + "test_an_npm_server_runs_in_the_data_folder_not_in_the_workspace",
+        "npm servers run in the plugin's data folder, not the workspace",
+    ),
+    m(
+        "live-resources-skip-the-grants",
+        CORE + "host.py",
+        "refused = state.grants.refusal({key}, resource.category)",
+        "refused = None",
+        BT + "test_resources_of_a_mount_are_refused_without_the_read_grant",
+        "resources published at run time (a mount's) pass the plugin's grants",
+    ),
 ]
 
 
