@@ -756,7 +756,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "rename-creates-a-git-entry",
         FILES + "write.py",
-        'if entry.name == ".git":',
+        'if entry.name.casefold() == ".git":',
         "if False:",
         WRITE_T + "test_no_entry_named_git_can_be_created",
         "no entry named .git can be created (write_file, mkdir, rename)",

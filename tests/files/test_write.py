@@ -164,5 +164,9 @@ async def test_no_entry_named_git_can_be_created(files_client, repo):
         assert "writes there are refused" in await fail(client, "mkdir", path="docs/.git/hooks")
         assert "writes there are refused" in await fail(client, "rename", source="README.md", destination="src/.git")
         assert "writes there are refused" in await fail(client, "rename", source="docs", destination="src/.git")
-    assert not (repo / "src" / ".git").exists() and not (repo / "docs" / ".git").exists()
+        # In any case: on a case-insensitive disk (macOS, Windows) .GIT is .git.
+        assert "writes there are refused" in await fail(client, "rename", source="README.md", destination="src/.GIT")
+        assert "writes there are refused" in await fail(client, "mkdir", path="src/.Git")
+    assert not [p for p in (repo / "src").iterdir() if p.name.casefold() == ".git"]
+    assert not (repo / "docs" / ".git").exists()
     assert snapshot(repo) == before
