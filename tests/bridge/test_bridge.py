@@ -19,6 +19,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import ClientSession
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import (
     free_port,
@@ -371,7 +373,7 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 9 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
+    assert "connected; 10 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))
@@ -407,6 +409,61 @@ async def test_a_real_npm_server_is_proxied(tmp_path: Path) -> None:
         found = await client.call_tool("kg_search_nodes", {"query": "Nexus"})
         assert "mounts MCP servers" in found.content[0].text  # type: ignore[union-attr]
     assert "Nexus" in memory_file.read_text()
+
+
+async def test_a_stdio_upstream_gets_a_minimal_environment_without_the_servers_secrets(tmp_path: Path) -> None:
+    secrets = {"AWS_SECRET_ACCESS_KEY": "aws-s3cret", "NEXUS_TOKEN": "nexus-s3cret", "GITHUB_TOKEN": "ghp-s3cret"}
+    home = tmp_path / "home"
+    home.mkdir()
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(env={"UPSTREAM_NAME": "given"}))
+    async with nexus(config, env=server_env(HOME=str(home), **secrets)) as client:
+        await client.wait_for_tool("up_whereabouts")
+        seen = (await client.call_tool("up_whereabouts", {})).structured_content
+    assert seen is not None
+    variables: dict[str, str] = seen["environment"]
+    assert not set(secrets) & set(variables)
+    assert not [name for name, value in variables.items() if any(s in value for s in secrets.values())]
+    # Only the SDK's safe set, PATH and the table's own env (LC_CTYPE: Python's locale coercion, PEP 538).
+    assert set(variables) <= {*DEFAULT_INHERITED_ENV_VARS, "UPSTREAM_NAME", "LC_CTYPE"}
+    assert variables["UPSTREAM_NAME"] == "given" and variables["HOME"] == str(home)
+
+
+async def test_an_npm_server_runs_in_the_data_folder_not_in_the_workspace(tmp_path: Path) -> None:
+    """npx resolves the package from node_modules in its folder: a workspace's could swap it for its own."""
+    workspace, data = tmp_path / "workspace", tmp_path / "data" / "bridge"
+    for folder in (workspace, data):  # the package is found in both, so the server starts wherever it runs
+        folder.mkdir(parents=True)
+        for name in ("node_modules", "package.json"):
+            (folder / name).symlink_to(NPM_DIR / name)
+    marker = f"--nexus-cwd-probe-{os.getpid()}"  # passed on to the server: finds its processes
+    table = server_table(
+        "kg",
+        type="npm",
+        package="@modelcontextprotocol/server-memory",
+        args=[marker],
+        env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl"), "NPM_CONFIG_UPDATE_NOTIFIER": "false"},
+    )
+    text = ONLY_BRIDGE.replace("[server]\n", '[server]\nroots = ["workspace"]\n', 1) + table
+    async with nexus(write_config(tmp_path / "nexus.toml", text), env=server_env(HOME=str(tmp_path))) as client:
+        await client.wait_for_tool("kg_read_graph", timeout=60)
+        folders = {os.readlink(f"/proc/{pid}/cwd") for pid in _processes_with(marker)}
+    assert folders == {str(data.resolve())}
+
+
+async def test_resources_of_a_mount_are_refused_without_the_read_grant(tmp_path: Path) -> None:
+    text = ONLY_BRIDGE.replace("startup_wait = 30", 'startup_wait = 30\ncategories = ["write"]') + stdio_upstream()
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("up_write_note")  # mounted: its tools of the granted category are served
+        resources = [str(r.uri) for r in (await client.list_resources()).resources]
+        templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+        assert not [uri for uri in resources + templates if uri.startswith("up+")]
+        for uri in ("up+upstream://readme", "up+upstream://items/7"):  # a resource, and one by its template
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            assert "needs the 'read' category of plugin 'bridge'" in str(refused.value)
+    audit = [json.loads(line) for line in (tmp_path / "data" / "audit.jsonl").read_text().splitlines()]
+    denied = [(r["tool"], r["outcome"]) for r in audit if r.get("kind") == "resource"]
+    assert denied == [("up+upstream://readme", "denied"), ("up+upstream://items/{item}", "denied")]
 
 
 @pytest.mark.parametrize("mode", ["standalone", "shared"])
@@ -461,3 +518,13 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie has exited
+
+
+def _processes_with(marker: str) -> list[int]:
+    """The processes whose command line holds ``marker``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+    return found

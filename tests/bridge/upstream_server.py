@@ -1,7 +1,7 @@
 """A small MCP server for the bridge's tests: ``python upstream_server.py [stdio | http PORT | sse PORT]``.
 
 Its tools cover what the bridge must forward faithfully: structured output,
-annotations, errors, a crash in mid-call, a read-only idempotent counter (to see
+annotations, errors, a crash in mid-call, its own environment, a read-only idempotent counter (to see
 the cache, and one not idempotent) and a tool that adds a tool (to see list_changed followed).
 """
 
@@ -55,6 +55,17 @@ def ticks() -> str:
 def write_note(text: str) -> str:
     """Pretend to write: a tool the tests deny."""
     return f"wrote {text}"
+
+
+class Whereabouts(BaseModel):
+    cwd: str
+    environment: dict[str, str]
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def whereabouts() -> Whereabouts:
+    """This process's working folder and environment (to see what the bridge hands an upstream)."""
+    return Whereabouts(cwd=os.getcwd(), environment=dict(os.environ))
 
 
 @server.tool()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -97,3 +98,19 @@ async def test_run_python(files_client, repo, monkeypatch):
         assert "timed out" in message and "begin" in message
         error = await call(client, "run_python", code="raise ValueError('boom')")
         assert error["exit_code"] == 1 and "ValueError: boom" in error["stderr"]
+
+
+@pytest.mark.parametrize("tool", ["bash_safe", "run_command", "run_python"])
+async def test_a_longer_timeout_than_command_timeout_is_cut_to_it(files_client, tool):
+    """A call may ask for less time than the config allows, never more."""
+    duration = "6.4417"  # longer than the cap, and tells this test's sleep from any other process
+    code = {"command": f"sleep {duration}"}
+    if tool == "run_python":
+        code = {"code": f"import subprocess\nsubprocess.run(['sleep', '{duration}'])"}
+    async with files_client(
+        categories=["read", "execute", "python"], allowed_commands=["sleep"], command_timeout=1
+    ) as client:
+        started = time.monotonic()
+        message = await fail(client, tool, **code, timeout=3600)
+        assert "timed out after 1.0 s" in message and time.monotonic() - started < 5
+    assert survivors(duration) == []

@@ -141,3 +141,32 @@ async def test_write_refusals_change_nothing(files_client, repo, outside):
         assert "root" in await fail(client, "delete_file", path=".")
     assert snapshot(repo) == before
     assert snapshot(outside) == outside_before
+
+
+async def test_rename_keeps_an_existing_destination_unless_overwrite(files_client, repo):
+    (repo / "notes.txt").write_text("the notes\n")
+    readme = (repo / "README.md").read_text()
+    async with files_client(categories=WRITE) as client:
+        refused = await fail(client, "rename", source="notes.txt", destination="README.md")
+        assert "'README.md' exists; pass overwrite=true" in refused
+        assert (repo / "README.md").read_text() == readme and (repo / "notes.txt").exists()  # nothing moved
+        await call(client, "rename", source="notes.txt", destination="README.md", overwrite=True)
+    assert (repo / "README.md").read_text() == "the notes\n" and not (repo / "notes.txt").exists()
+
+
+async def test_no_entry_named_git_can_be_created(files_client, repo):
+    """A .git of one's own (a folder, or a file saying "gitdir: ...") would make git run its hooks and filters."""
+    before = snapshot(repo)
+    async with files_client(categories=WRITE) as client:
+        for path in ("src/.git", "docs/.git/config"):
+            assert "writes there are refused" in await fail(client, "write_file", path=path, content="gitdir: /x\n")
+        assert "writes there are refused" in await fail(client, "mkdir", path="src/.git")
+        assert "writes there are refused" in await fail(client, "mkdir", path="docs/.git/hooks")
+        assert "writes there are refused" in await fail(client, "rename", source="README.md", destination="src/.git")
+        assert "writes there are refused" in await fail(client, "rename", source="docs", destination="src/.git")
+        # In any case: on a case-insensitive disk (macOS, Windows) .GIT is .git.
+        assert "writes there are refused" in await fail(client, "rename", source="README.md", destination="src/.GIT")
+        assert "writes there are refused" in await fail(client, "mkdir", path="src/.Git")
+    assert not [p for p in (repo / "src").iterdir() if p.name.casefold() == ".git"]
+    assert not (repo / "docs" / ".git").exists()
+    assert snapshot(repo) == before

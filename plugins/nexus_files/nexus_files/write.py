@@ -94,7 +94,7 @@ def entry_path(policy: PathPolicy, given: str) -> Path:
         raise PermissionDenied(f"permission denied: '{given}' is a root or outside the allowed roots")
     if reason := policy.denied(entry):
         raise PermissionDenied(f"permission denied: '{given}' {reason}")
-    if entry.name == ".git":
+    if entry.name.casefold() == ".git":  # in any case, as the core: one name on a case-insensitive disk
         raise PermissionDenied(f"permission denied: '{given}' is a .git directory; writes there are refused")
     if entry.is_symlink() or entry.exists():
         policy.resolve(entry, write=True)
