@@ -25,9 +25,9 @@ from pathlib import Path
 from mcp import Client
 
 import nexus_files
-from nexus_core.config import parse_config
-from nexus_core.host import build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.discovery import get_plugin_manager
 from nexus_files.walk import RG_WALK_FLAGS, ripgrep
 
 BASE = Path("/tmp/nexus-files-bench")

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from peers import git_repo
 
-from nexus_core.config import parse_config
-from nexus_core.host import build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.discovery import get_plugin_manager
 
 
 def pct(values: list[float], q: float) -> float:

@@ -28,9 +28,9 @@ import anyio
 from mcp import Client
 
 import nexus_graph
-from nexus_core.config import parse_config
-from nexus_core.host import build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.discovery import get_plugin_manager
 from nexus_graph.graph import DEFAULT_CATEGORIES, GraphStore
 from nexus_graph.search import tokens
 

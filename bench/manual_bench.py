@@ -24,9 +24,9 @@ from mcp import Client
 
 import nexus_manual
 from nexus_core import PathPolicy
-from nexus_core.config import parse_config
-from nexus_core.host import build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.discovery import get_plugin_manager
 from nexus_manual.library import Library
 from nexus_manual.skeleton import MAX_SAMPLES
 

@@ -33,9 +33,9 @@ import numpy as np
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 import nexus_memory
-from nexus_core.config import parse_config
-from nexus_core.host import build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.discovery import get_plugin_manager
 from nexus_memory.embedders import create
 from nexus_memory.retrieval import BOOST, exact_terms, matched
 from nexus_memory.store import Record

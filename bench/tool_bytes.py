@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pipe_client import Server
 
-from nexus_core.config import BUILTIN_PROFILES, parse_config
-from nexus_core.host import build_host
+from nexus_core.assembly import build_host
+from nexus_core.config.model import BUILTIN_PROFILES, parse_config
 
 
 def size(value: object) -> int:

@@ -28,10 +28,10 @@ import anyio
 import mcp_types as types
 from mcp import Client
 
-from nexus_core.config import parse_config
-from nexus_core.host import build_host
-from nexus_core.plugins import get_plugin_manager
-from nexus_core.tool_folder import ToolFolderPlugin, stamps
+from nexus_core.assembly import build_host
+from nexus_core.builtin.tool_folder import ToolFolderPlugin, stamps
+from nexus_core.config.model import parse_config
+from nexus_core.host.discovery import get_plugin_manager
 
 INTERVAL = 0.5
 

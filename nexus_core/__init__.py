@@ -18,36 +18,36 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "ToolError": "mcp.server.mcpserver.exceptions",
-    "atomic_write": "nexus_core.atomic",
-    "EnvRef": "nexus_core.config",
-    "load_config": "nexus_core.config",
-    "prefixed": "nexus_core.config",
-    "write_at": "nexus_core.atomic",
+    "atomic_write": "nexus_core.fs.atomic",
+    "EnvRef": "nexus_core.config.model",
+    "load_config": "nexus_core.config.model",
+    "prefixed": "nexus_core.config.model",
+    "write_at": "nexus_core.fs.atomic",
     "ConfigError": "nexus_core.errors",
     "NexusError": "nexus_core.errors",
-    "PermissionDenied": "nexus_core.errors",
+    "PermissionDenied": "nexus_core.access.denied",
     "PluginError": "nexus_core.errors",
     "hookimpl": "nexus_core.hookspecs",
-    "LivePrompt": "nexus_core.live",
-    "LiveResource": "nexus_core.live",
-    "LiveTool": "nexus_core.live",
-    "locked": "nexus_core.locks",
-    "make_undumpable": "nexus_core.hardening",
-    "lock_path": "nexus_core.locks",
-    "Category": "nexus_core.permissions",
-    "ToolContext": "nexus_core.tool_files",
-    "PathPolicy": "nexus_core.permissions",
-    "PluginConfig": "nexus_core.registry",
-    "PluginContext": "nexus_core.registry",
-    "PromptRegistrar": "nexus_core.registry",
-    "ResourceRegistrar": "nexus_core.registry",
-    "ToolRegistrar": "nexus_core.registry",
-    "Blocking": "nexus_core.localfs",
-    "on_loop": "nexus_core.localfs",
-    "on_local_fs": "nexus_core.localfs",
-    "run_nonblocking": "nexus_core.localfs",
-    "OpenedFile": "nexus_core.safe_open",
-    "Raced": "nexus_core.safe_open",
+    "LivePrompt": "nexus_core.host.live_items",
+    "LiveResource": "nexus_core.host.live_items",
+    "LiveTool": "nexus_core.host.live_items",
+    "locked": "nexus_core.fs.locks",
+    "make_undumpable": "nexus_core.host.hardening",
+    "lock_path": "nexus_core.fs.locks",
+    "Category": "nexus_core.access.grants",
+    "ToolContext": "nexus_core.builtin.tool_files",
+    "PathPolicy": "nexus_core.fs.paths",
+    "PluginConfig": "nexus_core.host.registrars",
+    "PluginContext": "nexus_core.host.registrars",
+    "PromptRegistrar": "nexus_core.host.registrars",
+    "ResourceRegistrar": "nexus_core.host.registrars",
+    "ToolRegistrar": "nexus_core.host.registrars",
+    "Blocking": "nexus_core.fs.nonblocking",
+    "on_loop": "nexus_core.fs.nonblocking",
+    "on_local_fs": "nexus_core.fs.nonblocking",
+    "run_nonblocking": "nexus_core.fs.nonblocking",
+    "OpenedFile": "nexus_core.fs.safe_open",
+    "Raced": "nexus_core.fs.safe_open",
 }
 
 __version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
@@ -99,15 +99,23 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from nexus_core.atomic import atomic_write, write_at
-    from nexus_core.config import EnvRef, load_config, prefixed
-    from nexus_core.errors import ConfigError, NexusError, PermissionDenied, PluginError
-    from nexus_core.hardening import make_undumpable
+    from nexus_core.access.denied import PermissionDenied
+    from nexus_core.access.grants import Category
+    from nexus_core.builtin.tool_files import ToolContext
+    from nexus_core.config.model import EnvRef, load_config, prefixed
+    from nexus_core.errors import ConfigError, NexusError, PluginError
+    from nexus_core.fs.atomic import atomic_write, write_at
+    from nexus_core.fs.locks import lock_path, locked
+    from nexus_core.fs.nonblocking import Blocking, on_local_fs, on_loop, run_nonblocking
+    from nexus_core.fs.paths import PathPolicy
+    from nexus_core.fs.safe_open import OpenedFile, Raced
     from nexus_core.hookspecs import hookimpl
-    from nexus_core.live import LivePrompt, LiveResource, LiveTool
-    from nexus_core.localfs import Blocking, on_local_fs, on_loop, run_nonblocking
-    from nexus_core.locks import lock_path, locked
-    from nexus_core.permissions import Category, PathPolicy
-    from nexus_core.registry import PluginConfig, PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
-    from nexus_core.safe_open import OpenedFile, Raced
-    from nexus_core.tool_files import ToolContext
+    from nexus_core.host.hardening import make_undumpable
+    from nexus_core.host.live_items import LivePrompt, LiveResource, LiveTool
+    from nexus_core.host.registrars import (
+        PluginConfig,
+        PluginContext,
+        PromptRegistrar,
+        ResourceRegistrar,
+        ToolRegistrar,
+    )

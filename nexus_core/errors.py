@@ -1,11 +1,10 @@
-"""The errors Nexus raises; each message is meant to be read by a person or a model."""
+"""The errors Nexus raises; each message is meant to be read by a person or a model.
+
+Standard library only, so a command that does not serve can report one without importing the SDK. The
+refusal a tool lets escape is an SDK ``ToolError`` too: ``access.denied.PermissionDenied``.
+"""
 
 from __future__ import annotations
-
-from typing import Any
-
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import ValidationError
 
 
 class NexusError(Exception):
@@ -27,68 +26,3 @@ class PluginError(NexusError):
     def __init__(self, plugin: str, reason: str) -> None:
         self.plugin, self.reason = plugin, reason
         super().__init__(f"plugin '{plugin}': {reason}")
-
-
-class PermissionDenied(ToolError, NexusError):
-    """A call or a path was refused by the permission policy; the message says why.
-
-    It is a ``ToolError``, so a tool that lets it escape returns an ``isError``
-    result the model can read, and the server keeps serving.
-    """
-
-
-_EXPECTED = {
-    "string_type": "a string",
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "list_type": "a list",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-}
-
-
-def argument_error(tool: str, exc: ValidationError) -> str:
-    """Bad arguments in one line a model can act on: ``limit must be at most 100, got 1000``."""
-    return f"invalid arguments for {tool}: " + "; ".join(_one(err) for err in exc.errors())
-
-
-def _one(err: Any) -> str:
-    name = _where(err["loc"])
-    ctx, kind, got = err.get("ctx") or {}, err["type"], err.get("input")
-    bounds = {
-        "less_than_equal": ("at most", "le"),
-        "less_than": ("less than", "lt"),
-        "greater_than_equal": ("at least", "ge"),
-        "greater_than": ("more than", "gt"),
-    }
-    if kind in bounds:
-        words, key = bounds[kind]
-        return f"{name} must be {words} {ctx.get(key)}, got {got!r}"
-    if kind == "missing":
-        return f"{name} is required"
-    if kind in ("string_too_short", "too_short"):
-        unit = "character" if kind == "string_too_short" else "item"
-        n = ctx.get("min_length")
-        return f"{name} must have at least {n} {unit}{'s' if n != 1 else ''}"
-    if kind in ("string_too_long", "too_long"):
-        unit = "character" if kind == "string_too_long" else "item"
-        return f"{name} must have at most {ctx.get('max_length')} {unit}s"
-    if kind in _EXPECTED:
-        return f"{name} must be {_EXPECTED[kind]}, got {got!r}"
-    if kind == "literal_error":
-        return f"{name} must be one of {ctx.get('expected')}, got {got!r}"
-    if kind == "string_pattern_mismatch":
-        return f"{name} must match {ctx.get('pattern')}, got {got!r}"
-    return f"{name}: {err['msg']} (got {got!r})"
-
-
-def _where(loc: tuple[Any, ...]) -> str:
-    parts = [str(loc[0]) if loc else "arguments"]
-    parts += [f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:]]
-    return "".join(parts)

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+    from nexus_core.access.grants import Category
     from nexus_core.console.pages import PageRegistrar
-    from nexus_core.permissions import Category
-    from nexus_core.registry import PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
+    from nexus_core.host.registrars import PluginContext, PromptRegistrar, ResourceRegistrar, ToolRegistrar
 
 PROJECT = "nexus"
 

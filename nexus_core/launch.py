@@ -25,9 +25,9 @@ def relays(argv: list[str]) -> bool:
 def main() -> None:
     argv = sys.argv[1:]
     if relays(argv):
-        from nexus_core import relay
+        from nexus_core.serve import relay
 
         sys.exit(relay.main(argv[1:]))
-    from nexus_core.cli import main as cli_main
+    from nexus_core.cli.main import main as cli_main
 
     cli_main()

@@ -69,7 +69,7 @@ MEMORY = "plugins/nexus_memory/nexus_memory/"
 GRAPH = "plugins/nexus_graph/nexus_graph/"
 MANUAL = "plugins/nexus_manual/nexus_manual/"
 BRIDGE = "plugins/nexus_bridge/nexus_bridge/upstream.py"
-PERMS = CORE + "permissions.py"
+PERMS = CORE + "fs/paths.py"
 HOST_T = "tests/core/test_host.py::"
 PERM_T = "tests/core/test_permissions.py::"
 SAFE_T = "tests/core/test_safe_defaults.py::"
@@ -89,7 +89,7 @@ MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
     m(
         "grant-category-ignored",
-        PERMS,
+        CORE + "access/grants.py",
         "if category is not None and category not in self.categories:",
         off("category is not None and category not in self.categories"),
         HOST_T + "test_a_tool_whose_category_is_not_granted_is_refused_naming_the_grant",
@@ -97,7 +97,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "allow-tools-ignored",
-        PERMS,
+        CORE + "access/grants.py",
         "if self.allow_tools and self.allow_tools.isdisjoint(names):",
         off("self.allow_tools"),
         HOST_T + "test_allow_tools_narrows_and_deny_tools_removes",
@@ -105,7 +105,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "deny-tools-ignored",
-        PERMS,
+        CORE + "access/grants.py",
         "if not self.deny_tools.isdisjoint(names):",
         off("self.deny_tools"),
         HOST_T + "test_allow_tools_narrows_and_deny_tools_removes",
@@ -113,7 +113,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "deny-tools-skips-resources-and-prompts",
-        CORE + "host.py",
+        CORE + "host/build.py",
         "names = {own, public, *([requires, table.public_name(requires)] if requires else [])}",
         "names = {own, public}",
         SAFE_T + "test_resources_and_prompts_pass_the_same_gate_and_are_audited",
@@ -121,7 +121,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "refused-items-listed",
-        CORE + "host.py",
+        CORE + "host/build.py",
         "            if item is not None and refusal(item, session):\n                hidden.append(entry)",
         "            pass",
         SAFE_T + "test_a_hostile_repositorys_config_only_narrows",
@@ -129,7 +129,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "audit-outcome-always-ok",
-        CORE + "audit.py",
+        CORE + "access/audit.py",
         '"outcome": outcome,',
         '"outcome": "ok",',
         "tests/bridge/test_bridge.py::test_a_denied_upstream_tool_is_neither_listed_nor_callable "
@@ -139,7 +139,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "audit-arguments-always",
-        CORE + "audit.py",
+        CORE + "access/audit.py",
         "if self.include_arguments and arguments is not None:",
         "if arguments is not None:",
         HOST_T + "test_every_call_is_audited_without_arguments_by_default",
@@ -147,7 +147,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "plugins-stop-in-start-order",
-        CORE + "host.py",
+        CORE + "host/build.py",
         "name = self._started.pop()",
         "name = self._started.pop(0)",
         HOST_T + "test_plugins_stop_in_the_reverse_of_their_start_order",
@@ -196,7 +196,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "secret-list-without-env-files",
-        CORE + "sensitive.py",
+        CORE + "fs/secrets.py",
         '".env", ".env.*", ',
         "",
         SAFE_T + "test_a_project_folder_serves_its_files_but_never_its_secrets",
@@ -240,7 +240,7 @@ MUTATIONS: list[Mutation] = [
     # -- the core: atomic writes and locks ---------------------------------------------------------------
     m(
         "atomic-write-drops-mode",
-        CORE + "atomic.py",
+        CORE + "fs/atomic.py",
         "            os.fchmod(f.fileno(), mode)\n",
         "",
         "tests/core/test_atomic.py::test_replaces_content_and_keeps_the_mode",
@@ -248,7 +248,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "atomic-write-leaves-its-temp",
-        CORE + "atomic.py",
+        CORE + "fs/atomic.py",
         "        with contextlib.suppress(OSError):\n            os.unlink(tmp, dir_fd=dir_fd)\n        raise",
         "        raise",
         "tests/core/test_atomic.py::test_a_failed_rename_leaves_the_old_file_and_no_temp",
@@ -256,7 +256,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "atomic-write-no-sweep",
-        CORE + "atomic.py",
+        CORE + "fs/atomic.py",
         '    _sweep_at(dir_fd, f".{name[:200]}.")\n',
         "",
         "tests/core/test_atomic.py::test_a_writer_killed_mid_write_leaves_old_or_new_and_its_temp_is_swept",
@@ -264,7 +264,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "file-lock-not-taken",
-        CORE + "locks.py",
+        CORE + "fs/locks.py",
         "            fcntl.flock(fd, fcntl.LOCK_EX)",
         "            pass",
         "tests/files/test_concurrency.py::test_two_servers_editing_one_file_lose_nothing",
@@ -273,7 +273,7 @@ MUTATIONS: list[Mutation] = [
     # -- the core: HTTP, the shared server and the relay -------------------------------------------------
     m(
         "allowed-origins-ignored",
-        CORE + "transports.py",
+        CORE + "serve/http.py",
         " + http.allowed_origins,",
         ",",
         "tests/core/test_http.py::test_allowed_origins_admits_a_configured_browser_origin",
@@ -281,7 +281,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "dns-rebinding-unprotected",
-        CORE + "transports.py",
+        CORE + "serve/http.py",
         "enable_dns_rebinding_protection=True,",
         "enable_dns_rebinding_protection=False,",
         "tests/core/test_http.py::test_foreign_origins_and_hosts_are_refused",
@@ -289,7 +289,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "shared-server-ignores-config-change",
-        CORE + "shared.py",
+        CORE + "serve/shared.py",
         "if self._config_stamp() != self.config_stamp:",
         off("self._config_stamp() != self.config_stamp"),
         SHARED_T + "test_a_changed_config_restarts_the_server_without_losing_open_sessions",
@@ -297,7 +297,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "relay-launch-folder-lost",
-        CORE + "shared.py",
+        CORE + "serve/shared.py",
         'cwd=Path(hello["cwd"]) if hello.get("cwd") else None,',
         "cwd=None,",
         SHARED_T + "test_each_client_works_in_its_own_launch_folder",
@@ -305,7 +305,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "relay-narrowing-lost",
-        CORE + "shared.py",
+        CORE + "serve/shared.py",
         'narrowing = read_narrowing(Path(hello["narrowing"])) if hello.get("narrowing") else None',
         "narrowing = None",
         SAFE_T + "test_a_hostile_repositorys_config_only_narrows",
@@ -749,7 +749,7 @@ MUTATIONS: list[Mutation] = [
     # -- issue 38: the shared server ---------------------------------------------------------------------
     m(
         "shared-start-unlocked",
-        CORE + "relay.py",
+        CORE + "serve/relay.py",
         'with _flock(self.files["start"]):',
         "with contextlib.nullcontext():",
         "tests/core/test_shared_promises.py::test_relays_starting_at_the_same_instant_spawn_one_server",
@@ -757,15 +757,15 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "shared-lifetime-lock-not-exclusive",
-        CORE + "shared.py",
-        "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
-        "fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        CORE + "serve/rendezvous.py",
+        "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n    except OSError:\n        os.close(fd)",
+        "fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)\n    except OSError:\n        os.close(fd)",
         "tests/core/test_shared_promises.py::test_a_second_server_for_the_same_key_does_not_serve",
         "the server's lifetime lock is exclusive: one server per key",
     ),
     m(
         "shared-runtime-dir-of-another-user",
-        CORE + "runtime.py",
+        CORE + "config/folders.py",
         "if info.st_uid != os.getuid():",
         off("info.st_uid != os.getuid()"),
         "tests/core/test_shared_promises.py::test_a_runtime_folder_owned_by_another_user_is_refused",
@@ -773,7 +773,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "shared-runtime-dir-left-open",
-        CORE + "runtime.py",
+        CORE + "config/folders.py",
         "if stat.S_IMODE(info.st_mode) & 0o077:",
         off("stat.S_IMODE(info.st_mode) & 0o077"),
         "tests/core/test_shared_promises.py::test_an_existing_runtime_folder_others_can_reach_is_made_private",
@@ -781,7 +781,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "shared-socket-umask-dropped",
-        CORE + "shared.py",
+        CORE + "serve/shared.py",
         "old = os.umask(0o177)",
         "old = os.umask(0o177)\n        os.umask(old)",
         "tests/core/test_shared_promises.py::test_the_socket_is_the_users_alone_whatever_the_umask",
@@ -790,7 +790,7 @@ MUTATIONS: list[Mutation] = [
     # -- issue 38: sessions and paths ---------------------------------------------------------------------
     m(
         "system-folder-is-a-default-root",
-        CORE + "sessions.py",
+        CORE + "access/sessions.py",
         "return not any(real == s or real.is_relative_to(s) for s in SYSTEM_TREES)",
         "return True",
         "tests/core/test_session_paths.py::test_launched_in_a_system_folder_there_is_no_default_root",
@@ -798,7 +798,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "folder-of-projects-is-a-default-root",
-        CORE + "sessions.py",
+        CORE + "access/sessions.py",
         "home.is_relative_to(real) or real in CONTAINERS:",
         "home.is_relative_to(real):",
         "tests/core/test_session_paths.py::test_launched_in_a_folder_of_projects_there_is_no_default_root",
@@ -806,7 +806,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "first-call-ignores-the-clients-roots",
-        CORE + "gate.py",
+        CORE + "access/gate.py",
         "await _roots_settled(session)",
         "pass",
         "tests/core/test_session_paths.py::test_a_call_right_after_the_handshake_waits_for_the_clients_roots",
@@ -846,7 +846,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "hard-link-of-another-user-served",
-        CORE + "hardlinks.py",
+        CORE + "fs/hardlinks.py",
         "if info.st_uid != os.getuid():",
         off("info.st_uid != os.getuid()"),
         "tests/files/test_hidden_paths.py::test_a_hard_link_to_another_users_file_is_refused",
@@ -872,7 +872,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "console-logout-keeps-the-session",
         CORE + "console/app.py",
-        "        console.logins.end(session)\n",
+        "        self.console.logins.end(session)\n",
         "",
         LOGINS_T + "test_logout_ends_the_session_on_the_server",
         "console logout ends the session on the server: the old cookie no longer works",
@@ -887,7 +887,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "tool-folder-loads-hidden-files",
-        CORE + "tool_folder.py",
+        CORE + "builtin/tool_folder.py",
         'if not entry.name.endswith(".py") or entry.name[0] in "_.":',
         'if not entry.name.endswith(".py"):',
         GUARDED_T + "test_tool_files_named_with_a_leading_underscore_or_dot_are_not_loaded",
@@ -895,7 +895,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "audit-log-world-readable",
-        CORE + "audit.py",
+        CORE + "access/audit.py",
         "os.O_APPEND | os.O_CREAT, 0o600)",
         "os.O_APPEND | os.O_CREAT, 0o644)",
         GUARDED_T + "test_the_audit_log_is_created_readable_only_by_its_owner",
@@ -903,7 +903,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "installed-code-writable",
-        CORE + "host.py",
+        CORE + "host/build.py",
         "[*self.config.protected_paths(), *self._installed_code()],",
         "[*self.config.protected_paths()],",
         GUARDED_T + "test_no_tool_writes_the_installed_code_of_nexus_or_a_plugin",
@@ -952,7 +952,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "live-resources-skip-the-grants",
-        CORE + "host.py",
+        CORE + "host/build.py",
         "refused = state.grants.refusal({key}, resource.category)",
         "refused = None",
         BT + "test_resources_of_a_mount_are_refused_without_the_read_grant",

@@ -19,9 +19,10 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from nexus_core.config import parse_config
-from nexus_core.host import Host, build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.build import Host
+from nexus_core.host.discovery import get_plugin_manager
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from nexus_core.console.logins import Logins
 from nexus_core.console.pages import Page, PageRegistrar, core_pages
 
 if TYPE_CHECKING:
-    from nexus_core.host import Host
+    from nexus_core.host.build import Host
 
 log = logging.getLogger("nexus.console")
 

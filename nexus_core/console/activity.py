@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nexus_core.errors import PermissionDenied
-from nexus_core.sessions import Session, bound
+from nexus_core.access.denied import PermissionDenied
+from nexus_core.access.sessions import Session, bound
 
 if TYPE_CHECKING:
-    from nexus_core.host import Host
+    from nexus_core.host.build import Host
 
 CHUNK = 1 << 16
 MAX_SCAN = 32 << 20  # bytes read back from the end looking for matches: a huge log stays quick

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from nexus_core import runtime
+from nexus_core.access import peers
 from nexus_core.console import PATH, Console, activity, calls
 from nexus_core.console.logins import BrowserSession
 from nexus_core.console.pages import STATIC
@@ -46,14 +46,18 @@ SECURITY_HEADERS = {
 Handler = Callable[[Request, BrowserSession], Awaitable[Response]]
 
 
-def console_app(console: Console) -> Starlette:
-    scripts = script_urls(console)
+class Endpoints:
+    """The console's request handlers, each behind ``guarded`` but the login link."""
 
-    def guarded(handler: Handler, *, post: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.scripts = script_urls(console)
+
+    def guarded(self, handler: Handler, *, post: bool = False) -> Callable[[Request], Awaitable[Response]]:
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
             refused = refusal(request, post=post)
-            session = console.logins.session(request.cookies.get(cookie_name(request)))
+            session = self.console.logins.session(request.cookies.get(cookie_name(request)))
             if refused is None and session is None:
                 refused = 401, "not logged in: run `nexus console` and open the link it prints"
             if refused is None and post and not session.csrf_matches(request.headers.get(CSRF_HEADER)):  # type: ignore[union-attr]
@@ -64,11 +68,11 @@ def console_app(console: Console) -> Starlette:
 
         return endpoint
 
-    async def login(request: Request) -> Response:
+    async def login(self, request: Request) -> Response:
         refused = refusal(request, post=False, navigation=True)
         if refused is not None:
             return _refuse(request, *refused)
-        session = console.logins.redeem(request.query_params.get("token", ""))
+        session = self.console.logins.redeem(request.query_params.get("token", ""))
         if session is None:
             return _refuse(request, 403, "this login link was already used or has expired: run `nexus console` again")
         # A page, not a redirect: a redirect after a cross-site navigation would not carry the Strict cookie.
@@ -77,31 +81,31 @@ def console_app(console: Console) -> Starlette:
         response.set_cookie(cookie_name(request), session.id, httponly=True, samesite="strict", path=PATH, secure=False)
         return response
 
-    async def shell(request: Request, session: BrowserSession) -> Response:
-        return HTMLResponse(shell_html(session.csrf, list(scripts)))
+    async def shell(self, request: Request, session: BrowserSession) -> Response:
+        return HTMLResponse(shell_html(session.csrf, list(self.scripts)))
 
-    async def static(request: Request, session: BrowserSession) -> Response:
+    async def static(self, request: Request, session: BrowserSession) -> Response:
         name = request.path_params["name"]
-        if name not in (*CORE_SCRIPTS, "activity.js", "boot.js", "console.css"):
+        if name not in (*CORE_SCRIPTS, "activity.js", "boot.js", "self.console.css"):
             return _refuse(request, 404, "no such file")
         return FileResponse(STATIC / name, media_type=_media_type(name))
 
-    async def script(request: Request, session: BrowserSession) -> Response:
-        path = scripts.get(request.url.path)
+    async def script(self, request: Request, session: BrowserSession) -> Response:
+        path = self.scripts.get(request.url.path)
         if path is None:
             return _refuse(request, 404, "no such script")
         return FileResponse(path, media_type="text/javascript")
 
-    async def session_info(request: Request, session: BrowserSession) -> Response:
+    async def session_info(self, request: Request, session: BrowserSession) -> Response:
         return JSONResponse(
             {
-                "pages": [p.describe() for p in console.pages],
-                "tools": calls.tools(console.host, session.gate),
-                "server": console.host.config.server.name,
+                "pages": [p.describe() for p in self.console.pages],
+                "tools": calls.tools(self.console.host, session.gate),
+                "server": self.console.host.config.server.name,
             }
         )
 
-    async def call(request: Request, session: BrowserSession) -> Response:
+    async def call(self, request: Request, session: BrowserSession) -> Response:
         try:
             body = await request.json()
             batch = body.get("calls", [body])
@@ -110,10 +114,10 @@ def console_app(console: Console) -> Starlette:
             jobs = [(str(c["tool"]), dict(c.get("arguments") or {})) for c in batch]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return JSONResponse({"error": f"expected {{tool, arguments}} or {{calls: [...]}}: {exc}"}, 400)
-        results = [await calls.call(console.host, session.gate, tool, args) for tool, args in jobs]
+        results = [await calls.call(self.console.host, session.gate, tool, args) for tool, args in jobs]
         return JSONResponse({"results": results} if "calls" in body else results[0])
 
-    async def activity_log(request: Request, session: BrowserSession) -> Response:
+    async def activity_log(self, request: Request, session: BrowserSession) -> Response:
         query = request.query_params
         try:
             limit = max(1, min(int(query.get("limit", 200)), 1000))
@@ -123,32 +127,35 @@ def console_app(console: Console) -> Starlette:
         except ValueError:
             return JSONResponse({"error": "limit and since must be integers, since not negative"}, 400)
         filters = {k: query.get(k, "") for k in activity.FILTERS}
-        path = console.host.audit.path
+        path = self.console.host.audit.path
         found = await anyio.to_thread.run_sync(lambda: activity.read_activity(path, filters, limit, since))
         return JSONResponse(found)
 
-    async def plugins(request: Request, session: BrowserSession) -> Response:
+    async def plugins(self, request: Request, session: BrowserSession) -> Response:
         status: dict[str, list[str]] = {}
         with anyio.move_on_after(5):  # a plugin slow to describe itself does not hold the page
-            status = await console.host.status()
-        return JSONResponse({"plugins": activity.plugins_report(console.host, session.gate, status)})
+            status = await self.console.host.status()
+        return JSONResponse({"plugins": activity.plugins_report(self.console.host, session.gate, status)})
 
-    async def logout(request: Request, session: BrowserSession) -> Response:
-        console.logins.end(session)
+    async def logout(self, request: Request, session: BrowserSession) -> Response:
+        self.console.logins.end(session)
         response = JSONResponse({"ok": True})
         response.delete_cookie(cookie_name(request), path=PATH)
         return response
 
+
+def console_app(console: Console) -> Starlette:
+    endpoints = Endpoints(console)
     routes = [
-        Route(f"{PATH}/login", login, methods=["GET"]),
-        Route(f"{PATH}/", guarded(shell), methods=["GET"]),
-        Route(f"{PATH}/static/{{name}}", guarded(static), methods=["GET"]),
-        Route(f"{PATH}/js/{{plugin}}/{{name}}", guarded(script), methods=["GET"]),
-        Route(f"{PATH}/api/session", guarded(session_info), methods=["GET"]),
-        Route(f"{PATH}/api/activity", guarded(activity_log), methods=["GET"]),
-        Route(f"{PATH}/api/plugins", guarded(plugins), methods=["GET"]),
-        Route(f"{PATH}/api/call", guarded(call, post=True), methods=["POST"]),
-        Route(f"{PATH}/api/logout", guarded(logout, post=True), methods=["POST"]),
+        Route(f"{PATH}/login", endpoints.login, methods=["GET"]),
+        Route(f"{PATH}/", endpoints.guarded(endpoints.shell), methods=["GET"]),
+        Route(f"{PATH}/static/{{name}}", endpoints.guarded(endpoints.static), methods=["GET"]),
+        Route(f"{PATH}/js/{{plugin}}/{{name}}", endpoints.guarded(endpoints.script), methods=["GET"]),
+        Route(f"{PATH}/api/session", endpoints.guarded(endpoints.session_info), methods=["GET"]),
+        Route(f"{PATH}/api/activity", endpoints.guarded(endpoints.activity_log), methods=["GET"]),
+        Route(f"{PATH}/api/plugins", endpoints.guarded(endpoints.plugins), methods=["GET"]),
+        Route(f"{PATH}/api/call", endpoints.guarded(endpoints.call, post=True), methods=["POST"]),
+        Route(f"{PATH}/api/logout", endpoints.guarded(endpoints.logout, post=True), methods=["POST"]),
     ]
     return Starlette(routes=routes)
 
@@ -231,7 +238,7 @@ def _same_user(request: Request) -> bool:
     server = request.scope.get("server") or ("", 0)
     if request.client is None or not server[1]:
         return False
-    return runtime.tcp_peer_uid(request.client.port, server[1]) in (None, os.getuid())
+    return peers.tcp_peer_uid(request.client.port, server[1]) in (None, os.getuid())
 
 
 def cookie_name(request: Request) -> str:

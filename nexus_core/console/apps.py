@@ -26,11 +26,12 @@ from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, client_supports_apps
 from nexus_core.console import console_for
 from nexus_core.console.app import CORE_SCRIPTS
 from nexus_core.console.pages import STATIC, Page
+from nexus_core.host import sdk
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-    from nexus_core.host import Host
+    from nexus_core.host.build import Host
 
 log = logging.getLogger("nexus.console")
 
@@ -54,7 +55,7 @@ def install(host: Host) -> None:
             host.server.resource(uri, name=f"{page.plugin}-{view}", title=title, mime_type=APP_MIME_TYPE)(read)
             bound[public] = uri
     if bound:
-        host.server._lowlevel_server.extensions[EXTENSION_ID] = {}
+        sdk.declare_extension(host.server, EXTENSION_ID)
         host.server.middleware.append(functools.partial(_show_views, bound))
 
 

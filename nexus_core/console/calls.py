@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
-from nexus_core.errors import NexusError, PermissionDenied
-from nexus_core.sessions import Session, bound
+from nexus_core.access.denied import PermissionDenied
+from nexus_core.access.sessions import Session, bound
+from nexus_core.errors import NexusError
 
 if TYPE_CHECKING:
-    from nexus_core.host import Host
+    from nexus_core.host.build import Host
 
 log = logging.getLogger("nexus.console")
 
@@ -45,7 +46,7 @@ async def call(host: Host, session: Session, tool: str, arguments: dict[str, Any
 
 def tools(host: Host, session: Session) -> dict[str, dict[str, Any]]:
     """Every tool the host serves (bridged ones too), with why this session may not call it (None: it may)."""
-    from nexus_core.gate import refusal
+    from nexus_core.access.gate import refusal
 
     items = {e.name: (e.plugin, e.spec.category, e.item) for e in host.tools.values()}
     items |= {k: (p.plugin, p.item.category, p.gate_item) for k, p in host.live.entries["tool"].items()}  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from nexus_core.sessions import Session, like_process
+from nexus_core.access.sessions import Session, like_process
 
 LOGIN_TTL = 300.0  # seconds a login link stays valid (it works once)
 SESSION_IDLE = 12 * 3600.0  # a browser session unused this long must log in again

@@ -11,7 +11,7 @@ import pytest
 import nexus_bridge
 from nexus_bridge.config import BridgeConfig
 from nexus_core import PluginError
-from nexus_core.host import Host
+from nexus_core.host.build import Host
 
 
 def build(make_host: Callable[..., Host], servers: dict[str, Any]) -> Host:

@@ -23,8 +23,8 @@ import pytest
 import uvicorn
 
 from nexus_core.console import Console, console_for
-from nexus_core.host import Host
-from nexus_core.transports import serve_http
+from nexus_core.host.build import Host
+from nexus_core.serve.http import serve_http
 
 MINUTE, HOUR = 60.0, 3600.0
 TOKEN_VARIABLE = "NEXUS_TEST_CONSOLE_TOKEN"  # listening beyond loopback needs a token for /mcp

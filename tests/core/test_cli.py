@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nexus_core.cli import _with_libraries, cli
-from nexus_core.config import load_config
+from nexus_core.cli.main import cli
+from nexus_core.config.effective import with_libraries
+from nexus_core.config.model import load_config
 from tests.conftest import nexus_command, server_env, write_config
 
 
@@ -108,7 +109,7 @@ def test_completion_for_a_named_and_a_detected_shell() -> None:
 def test_a_disabled_plugin_is_never_imported(tmp_path: Path) -> None:
     config = write_config(tmp_path / "nexus.toml", "[plugins.hello]\nenabled = false\n")
     script = (
-        "import sys; from nexus_core.config import load_config; from nexus_core.host import build_host; "
+        "import sys; from nexus_core.config.model import load_config; from nexus_core.assembly import build_host; "
         f"host = build_host(load_config({str(config)!r})); "
         "print(host.plugins['hello'].status, 'nexus_hello' in sys.modules)"
     )
@@ -128,10 +129,10 @@ def test_set_and_libraries_are_toml_lines(tmp_path: Path) -> None:
     code, out, _ = run("call", "--config", str(config), "--set", "plugins.hello.greeting=Hi there", "hello", "name=Ada")
     assert code == 0 and json.loads(out)["text"] == "Hi there, Ada!"
 
-    with_libraries = _with_libraries(load_config(config), "work:notes/work, 笔记:/tmp/n")
-    manual = with_libraries.table("manual")
+    libraried = with_libraries(load_config(config), "work:notes/work, 笔记:/tmp/n")
+    manual = libraried.table("manual")
     work = str(Path.cwd() / "notes/work")
     assert manual.plugin_keys == {"libraries": {"work": work, "笔记": "/tmp/n"}}
-    assert with_libraries.roots_for("manual") is None  # each library folder is the plugin's own root
+    assert libraried.roots_for("manual") is None  # each library folder is the plugin's own root
     code, _, err = run("serve", "--libraries", "work")
     assert code == 2 and "NAME:PATH" in err

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from nexus_core.cli import cli
-from nexus_core.clients import CLIENTS
-from nexus_core.textedit import parse_json
+from nexus_core.cli.main import cli
+from nexus_core.clients.installers import CLIENTS
+from nexus_core.clients.text_edit import parse_json
 from tests.conftest import server_env, write_config
 
 FILES = Path(__file__).parent / "client_files"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core.config import find_config, load_config, trust
+from nexus_core.config.model import find_config, load_config, trust
 from nexus_core.errors import ConfigError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.host.discovery import get_plugin_manager
 
 DOCS = Path(__file__).parents[2] / "docs" / "plugin_hooks.md"
 

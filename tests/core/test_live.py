@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from nexus_core import Category, LivePrompt, LiveResource, LiveTool, PluginContext, PluginError, hookimpl
-from nexus_core.host import Host
+from nexus_core.host.build import Host
 
 pytestmark = pytest.mark.anyio
 

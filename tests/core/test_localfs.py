@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core.localfs import (
+from nexus_core.fs.nonblocking import (
     MOUNTS,
     Blocking,
     MountTable,
@@ -110,7 +110,7 @@ def test_the_table_is_read_again_when_a_mount_appears(tmp_path: Path):
     folder.mkdir()
     script = (
         "import subprocess, sys\n"
-        "from nexus_core.localfs import MountTable\n"
+        "from nexus_core.fs.nonblocking import MountTable\n"
         "table = MountTable()\n"
         f"before = table.types({str(folder)!r})\n"
         f"subprocess.run(['mount', '-t', 'ramfs', 'none', {str(folder)!r}], check=True)\n"

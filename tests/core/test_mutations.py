@@ -36,9 +36,11 @@ def test_mutations_have_unique_ids_and_change_something() -> None:
 
 def test_the_check_reports_a_stale_snippet() -> None:
     mutate = load()
-    stale = mutate.m("gone", "nexus_core/host.py", "no such text", "x", "tests/core/test_host.py", "nothing")
-    missing = mutate.m("lost", "nexus_core/host.py", "name = self._started.pop()", "x", "tests/nope.py", "nothing")
+    stale = mutate.m("gone", "nexus_core/host/build.py", "no such text", "x", "tests/core/test_host.py", "nothing")
+    missing = mutate.m(
+        "lost", "nexus_core/host/build.py", "name = self._started.pop()", "x", "tests/nope.py", "nothing"
+    )
     assert mutate.check([stale, missing]) == [
-        "gone: its snippet occurs 0 times in nexus_core/host.py",
+        "gone: its snippet occurs 0 times in nexus_core/host/build.py",
         "lost: no test file ['tests/nope.py']",
     ]

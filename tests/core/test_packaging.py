@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import nexus_core
-from nexus_core.cli import cli
-from nexus_core.runtime import install_fingerprint
+from nexus_core.cli.main import cli
+from nexus_core.serve.rendezvous import install_fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECTS = [REPO, *sorted((REPO / "plugins").glob("nexus_*")), *sorted((REPO / "examples").glob("nexus_*"))]

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core.config import load_config, user_config_path
-from nexus_core.errors import PermissionDenied
-from nexus_core.permissions import Grants, PathPolicy
+from nexus_core.access.denied import PermissionDenied
+from nexus_core.access.grants import Grants
+from nexus_core.config.model import load_config, user_config_path
+from nexus_core.fs.paths import PathPolicy
 
 
 @pytest.fixture

@@ -196,8 +196,8 @@ async def test_resources_and_prompts_pass_the_same_gate_and_are_audited(make_hos
 
 
 def test_writes_to_files_that_run_code_later_are_refused(tmp_path: Path) -> None:
-    from nexus_core.errors import PermissionDenied
-    from nexus_core.permissions import PathPolicy
+    from nexus_core.access.denied import PermissionDenied
+    from nexus_core.fs.paths import PathPolicy
 
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
@@ -223,8 +223,8 @@ def test_writes_to_files_that_run_code_later_are_refused(tmp_path: Path) -> None
 
 
 def test_the_secret_list_can_be_switched_off_and_deny_paths_extends_it(tmp_path: Path) -> None:
-    from nexus_core.errors import PermissionDenied
-    from nexus_core.permissions import PathPolicy
+    from nexus_core.access.denied import PermissionDenied
+    from nexus_core.fs.paths import PathPolicy
 
     with pytest.raises(PermissionDenied, match="built-in secret list"):
         PathPolicy([tmp_path]).resolve("config/.env.production")
@@ -237,7 +237,7 @@ def test_the_secret_list_can_be_switched_off_and_deny_paths_extends_it(tmp_path:
 
 
 def test_an_untrusted_config_cannot_widen(tmp_path: Path) -> None:
-    from nexus_core.narrowing import read_narrowing
+    from nexus_core.config.narrowing import read_narrowing
 
     config = write_config(
         tmp_path / "nexus.toml",

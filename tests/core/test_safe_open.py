@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nexus_core import PathPolicy, PermissionDenied, Raced, write_at
-from nexus_core.safe_open import open_beneath, open_folder_beneath
+from nexus_core.fs.safe_open import open_beneath, open_folder_beneath
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from nexus_core import hookimpl
-from nexus_core.schemas import compact
+from nexus_core.host.schemas import compact
 
 
 class Leaf(BaseModel):

@@ -1,7 +1,7 @@
 """The shared server's safety promises, driven the way clients reach them: real relays, a real server, a real socket.
 
 Every process here runs with HOME in a fresh folder and no XDG_* variable, and the runtime folder is the one
-``runtime.runtime_dir()`` gives under that same environment (checked against what the server reports), so the
+``folders.runtime_dir()`` gives under that same environment (checked against what the server reports), so the
 tests hold wherever the rendezvous lives. Each test stops every server it started.
 """
 
@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from nexus_core import runtime, shared
+from nexus_core.config import folders
+from nexus_core.serve import rendezvous
 from tests.conftest import _alive, nexus_command, write_config
 
 XDG = ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
@@ -57,7 +58,7 @@ class Home:
 
     def status(self) -> dict[str, Any] | None:
         """The server's own status over its socket (asked in-process, under the same environment)."""
-        answer = shared.ask(self.key, "status")
+        answer = rendezvous.ask(self.key, "status")
         assert answer is None or Path(answer["socket"]).parent == self.run  # the folder these tests watch
         return answer
 
@@ -70,7 +71,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
         monkeypatch.delenv(name, raising=False)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "XDG_"))}
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n{QUIET}')
-    user = Home(env, config, runtime.server_key(config, ["--config", str(config)]), runtime.runtime_dir())
+    user = Home(env, config, rendezvous.server_key(config, ["--config", str(config)]), folders.runtime_dir())
     try:
         yield user
     finally:

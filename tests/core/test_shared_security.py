@@ -17,7 +17,8 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from nexus_core import relay, runtime
+from nexus_core.config import folders
+from nexus_core.serve import relay, rendezvous
 from tests.conftest import nexus_command, server_env, stdio_session, stop_shared_servers, write_config
 
 NOBODY = 65534
@@ -32,13 +33,13 @@ def test_the_runtime_folder_follows_the_home_folder_not_xdg_variables(
 ) -> None:
     """One client passes XDG_RUNTIME_DIR (and XDG_STATE_HOME), another does not: both must meet in one place.
     A shared /tmp-like folder is never used either: anyone could plant a `nexus` there, or rename one away."""
-    expected = runtime.runtime_dir()
+    expected = folders.runtime_dir()
     shared = tmp_path / "tmp"
     shared.mkdir()
     shared.chmod(0o1777)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    folder = runtime.runtime_dir()
+    folder = folders.runtime_dir()
     assert folder == expected == Path.home() / ".local" / "state" / "nexus" / "run"
     assert (folder.stat().st_mode & 0o777) == 0o700
     assert not any(shared.iterdir()) and not (tmp_path / "state").exists()
@@ -50,7 +51,7 @@ def test_a_symlink_planted_as_the_runtime_folder_is_refused(tmp_path: Path) -> N
     elsewhere.mkdir(mode=0o700)
     (base / "run").symlink_to(elsewhere)  # whoever planted it can point it at their own folder later
     with pytest.raises(PermissionError, match="symlink"):
-        runtime.runtime_dir()
+        folders.runtime_dir()
 
 
 def _listen_as_nobody(path: Path) -> subprocess.Popen[bytes]:
@@ -71,7 +72,7 @@ def _listen_as_nobody(path: Path) -> subprocess.Popen[bytes]:
 @as_another_user
 def test_the_relay_does_not_hand_its_client_to_another_users_server(tmp_path: Path) -> None:
     key = "0123456789abcdef"
-    server = _listen_as_nobody(runtime.server_files(key)["socket"])
+    server = _listen_as_nobody(rendezvous.server_files(key)["socket"])
     try:
         link = relay.Relay(key, [], {"nexus": "hello"}, stdin=os.open(os.devnull, os.O_RDONLY))
         with pytest.raises(relay.RelayError, match="another user"):
@@ -83,13 +84,12 @@ def test_the_relay_does_not_hand_its_client_to_another_users_server(tmp_path: Pa
 
 @as_another_user
 def test_control_commands_are_not_sent_to_another_users_server(tmp_path: Path) -> None:
-    from nexus_core import shared
 
     key = "fedcba9876543210"
-    server = _listen_as_nobody(runtime.server_files(key)["socket"])
+    server = _listen_as_nobody(rendezvous.server_files(key)["socket"])
     try:
         with pytest.raises(PermissionError, match="another user"):
-            shared.ask(key, "console")  # `nexus console` would open the link it answers
+            rendezvous.ask(key, "console")  # `nexus console` would open the link it answers
     finally:
         server.kill()
         server.wait()
@@ -97,15 +97,14 @@ def test_control_commands_are_not_sent_to_another_users_server(tmp_path: Path) -
 
 @as_another_user
 def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nexus_core import shared
 
     base = Path(tempfile.mkdtemp(prefix="nexus-peer-"))  # outside pytest's 0700 folders: the other user reaches it
     monkeypatch.setenv("HOME", str(base))
     config = write_config(tmp_path / "nexus.toml", "[plugins.files]\nenabled = false\n")
     subprocess.run([*nexus_command(), "server", "start", "--config", str(config)], env=server_env(), check=True)
-    key = runtime.server_key(config, ["--config", str(config)])
-    path = runtime.server_files(key)["socket"]
-    assert shared.ask(key, "status") is not None  # its own user is served
+    key = rendezvous.server_key(config, ["--config", str(config)])
+    path = rendezvous.server_files(key)["socket"]
+    assert rendezvous.ask(key, "status") is not None  # its own user is served
     for folder in (base, *path.parent.relative_to(base).parents, path.parent.relative_to(base)):
         (base / folder).chmod(0o711)  # as if the folders let others in: the peer check holds alone
     path.chmod(0o666)
@@ -121,7 +120,7 @@ def test_the_server_refuses_control_lines_from_another_user(tmp_path: Path, monk
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == b"b''"  # no answer, and no stop
         path.parent.chmod(0o700)
-        answer = shared.ask(key, "status")
+        answer = rendezvous.ask(key, "status")
         assert answer is not None and answer["key"] == key
     finally:
         stop_shared_servers(path.parent)
@@ -143,11 +142,11 @@ def test_two_venvs_of_one_python_have_two_shared_servers(tmp_path: Path) -> None
     """Each venv links to the same interpreter; sharing a server, each install's clients restarted the other's."""
     python, _ = _venv_with_nexus(tmp_path / "venv")
     assert os.path.realpath(python) == os.path.realpath(sys.executable)
-    code = "import sys, pathlib, nexus_core.runtime as r; print(r.server_key(pathlib.Path(sys.argv[1]), []))"
+    code = "import sys, pathlib, nexus_core.serve.rendezvous as r; print(r.server_key(pathlib.Path(sys.argv[1]), []))"
     config = tmp_path / "nexus.toml"
     theirs = subprocess.run([python, "-c", code, str(config)], capture_output=True, text=True)
     assert theirs.returncode == 0, theirs.stderr
-    assert theirs.stdout.strip() != runtime.server_key(config, [])
+    assert theirs.stdout.strip() != rendezvous.server_key(config, [])
 
 
 @asynccontextmanager
@@ -177,7 +176,7 @@ async def test_a_relay_launched_before_an_upgrade_does_not_restart_the_new_serve
                 await anyio.sleep(0.5)
                 with anyio.fail_after(10):
                     await new.send_ping()
-    restarts = sum(log.read_text().count("stopping: stale") for log in (runtime.state_dir() / "logs").glob("*.log"))
+    restarts = sum(log.read_text().count("stopping: stale") for log in (folders.state_dir() / "logs").glob("*.log"))
     assert restarts == 1
 
 
@@ -200,8 +199,8 @@ async def test_a_taken_http_port_does_not_take_the_stdio_clients_down(tmp_path: 
                 with anyio.fail_after(10):
                     result = await session.call_tool("hello", {"name": "stdio"})
                 assert not result.is_error, result.content
-        key = runtime.server_key(config, ["--config", str(config)])
-        log = runtime.server_files(key)["log"].read_text()
+        key = rendezvous.server_key(config, ["--config", str(config)])
+        log = rendezvous.server_files(key)["log"].read_text()
         assert "HTTP is not served" in log and log.count("listening on") == 1  # one server, never restarted
     finally:
         squatter.close()

@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from nexus_core.textedit import json_remove, json_set, parse_json, toml_remove, toml_set
+from nexus_core.clients.text_edit import json_remove, json_set, parse_json, toml_remove, toml_set
 
 ENTRY = {"command": "/opt/nexus/bin/nexus", "args": ["serve"]}
 

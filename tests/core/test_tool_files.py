@@ -16,8 +16,8 @@ import pytest
 from mcp import Client
 
 import nexus_files
-from nexus_core.host import Host
-from nexus_core.tool_folder import ToolFolderPlugin
+from nexus_core.builtin.tool_folder import ToolFolderPlugin
+from nexus_core.host.build import Host
 
 pytestmark = pytest.mark.anyio
 

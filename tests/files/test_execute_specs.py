@@ -211,7 +211,7 @@ import os, subprocess, sys
 sys.path.insert(0, {root!r})
 code = "open('/proc/%d/environ', 'rb').read()" % os.getpid()
 before = subprocess.run([sys.executable, "-c", code], capture_output=True).returncode
-from nexus_core.hardening import make_undumpable
+from nexus_core.host.hardening import make_undumpable
 assert make_undumpable()
 after = subprocess.run([sys.executable, "-c", code], capture_output=True)
 print(before, after.returncode, b"PermissionError" in after.stderr)

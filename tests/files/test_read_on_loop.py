@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core import localfs
+from nexus_core.fs import nonblocking
 from tests.files.helpers import call, fail
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +51,7 @@ async def test_a_file_on_a_remote_file_system_is_read_in_a_worker_thread(files_c
         "29 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
         f"112 29 0:49 / {repo / 'src'} rw,relatime shared:60 - nfs4 fileserver:/export rw,vers=4.2,hard\n"
     )
-    monkeypatch.setattr(localfs, "MOUNTS", localfs.MountTable(str(table)))
+    monkeypatch.setattr(nonblocking, "MOUNTS", nonblocking.MountTable(str(table)))
     async with files_client() as client:
         remote = await call(client, "read_file", path="src/app.py")
         local = await call(client, "read_file", path="README.md")
@@ -85,4 +85,4 @@ def test_read_on_the_loop_matches_the_thread_for_paths_that_stay(repo: Path):
     """The loop's plain path is what realpath gives for a path without symlinks or '..'."""
     for rel in ("src/app.py", "./src//pkg/util.py", "docs/guide.md"):
         lexical = os.path.normpath(f"{repo}/{rel}")
-        assert localfs.plain_local(lexical) and lexical == os.path.realpath(repo / rel)
+        assert nonblocking.plain_local(lexical) and lexical == os.path.realpath(repo / rel)

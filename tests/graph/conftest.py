@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import nexus_graph
-from nexus_core.host import Host
+from nexus_core.host.build import Host
 
 GRANTED = {"categories": ["read", "write"]}
 

@@ -12,9 +12,10 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 import nexus_memory
-from nexus_core.config import parse_config
-from nexus_core.host import Host, build_host
-from nexus_core.plugins import get_plugin_manager
+from nexus_core.assembly import build_host
+from nexus_core.config.model import parse_config
+from nexus_core.host.build import Host
+from nexus_core.host.discovery import get_plugin_manager
 from nexus_memory.embedders import MiniLMEmbedder
 from tests.conftest import nexus_command, server_env
 

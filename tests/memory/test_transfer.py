@@ -95,7 +95,7 @@ def test_nexus_memory_export_and_import_from_the_command_line(tmp_path: Path) ->
     """The core CLI mounts the plugin's commands (entry point group nexus.cli): a round trip through files."""
     from click.testing import CliRunner
 
-    from nexus_core.cli import cli
+    from nexus_core.cli.main import cli
 
     source, target = tmp_path / "source.toml", tmp_path / "target.toml"
     source.write_text(f'[server]\ndata_dir = "{tmp_path / "a"}"\n')

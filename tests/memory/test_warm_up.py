@@ -41,8 +41,8 @@ def test_without_warm_up_start_loads_neither_chroma_nor_the_model(tmp_path: Path
     code = (
         "import sys, anyio\n"
         "from mcp import Client\n"
-        "from nexus_core.config import parse_config\n"
-        "from nexus_core.host import build_host\n"
+        "from nexus_core.config.model import parse_config\n"
+        "from nexus_core.assembly import build_host\n"
         f"config = {{'server': {{'data_dir': {str(tmp_path)!r}}}, 'plugins': {{'memory': {{'warm_up': False}}}}}}\n"
         "host = build_host(parse_config(config))\n"
         "async def main():\n"

@@ -429,7 +429,7 @@ def register(register, ctx: PluginContext) -> None:
         (directory_tree, "Folder tree"),
     ):
         # read_file checks each step that may block (open_file, read_lines): it runs on the event loop when
-        # the file is small and on a local file system (nexus_core/localfs.py), without the thread hand-over.
+        # the file is small and on a local file system (nexus_core/fs/nonblocking.py), without the thread hand-over.
         wrapped = tool(fn, on_loop=fn is read_file)
         register(wrapped, category="read", title=title, read_only=True, idempotent=True)
 

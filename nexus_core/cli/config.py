@@ -1,0 +1,64 @@
+"""``nexus config init|check``: write a commented example config, or check one."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nexus_core.cli.options import flags
+from nexus_core.cli.output import fail
+from nexus_core.cli.plugins import built_host
+from nexus_core.config.lookup import CONFIG_NAME, user_config_path
+from nexus_core.serve.options import CONFIG_FLAGS
+
+
+@click.group()
+def config() -> None:
+    """Write or check the config file."""
+
+
+@config.command("init")
+@click.option("--path", type=click.Path(dir_okay=False), help=f"Where to write (default ./{CONFIG_NAME}).")
+@click.option("--user", is_flag=True, help=f"Write to the user config file ({user_config_path()}).")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def config_init(path: str | None, user: bool, force: bool) -> None:
+    """Write a commented example config listing every installed plugin's categories."""
+    from nexus_core.assembly import build_host
+    from nexus_core.config.model import NexusConfig
+    from nexus_core.config.sample import sample_config
+    from nexus_core.fs.atomic import atomic_write
+
+    target = Path(path) if path else user_config_path() if user else Path(CONFIG_NAME)
+    if target.exists() and not force:
+        fail(f"{target} exists; pass --force to overwrite it")
+    host = build_host(NexusConfig())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, sample_config(host))
+    click.echo(f"wrote {target}")
+
+
+@config.command("check")
+@flags(*CONFIG_FLAGS)
+def config_check(**values: Any) -> None:
+    """Validate the config and print the effective permissions of every plugin."""
+    host = built_host(values)
+    click.echo(f"config: {host.config.source}")
+    click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")
+    failed = False
+    for state in sorted(host.plugins.values(), key=lambda s: s.name):
+        click.echo(f"\n[plugins.{state.name}] {state.status}")
+        failed |= state.error is not None
+        if state.grants is None or state.ctx is None:
+            continue
+        for category in state.categories.values():
+            mark = "granted" if category.name in state.grants.categories else "not granted"
+            click.echo(f"  category {category.name:<10} {mark:<12} {category.description}")
+        tools = [t for t in host.tools.values() if t.plugin == state.name]
+        allowed = [t.name for t in tools if t.refusal is None]
+        click.echo(f"  tools: {len(allowed)} of {len(tools)} callable: {', '.join(sorted(allowed)) or '-'}")
+        click.echo(f"  roots: {', '.join(str(r) for r in state.ctx.paths.roots)}")
+        click.echo(f"  deny_paths: {', '.join(state.ctx.paths.deny_patterns) or '-'}")
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,65 @@
+"""``nexus serve``: through the shared server (the relay on stdio, the shared server's HTTP), or standalone."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nexus_core.cli.options import flags
+from nexus_core.cli.output import fail
+from nexus_core.errors import NexusError
+from nexus_core.serve.options import SERVE_FLAGS, ServeOptions
+
+
+@click.command()
+@flags(*SERVE_FLAGS)
+def serve(**values: Any) -> None:
+    """Serve every enabled plugin through the shared server: on stdio (what desktop clients launch), or over
+    Streamable HTTP while this command runs; --standalone serves either in this process."""
+    options = ServeOptions.of(values)
+    if options.transport == "stdio" and not options.standalone:  # (`nexus serve` usually reaches the relay first)
+        from nexus_core.serve import relay
+
+        sys.exit(relay.run(options))
+    if options.transport == "http" and not options.standalone:
+        from nexus_core.cli.server import serve_http_shared
+
+        serve_http_shared(options)
+        return
+    standalone(options)
+
+
+def standalone(options: ServeOptions) -> None:
+    """Serve in this process, on stdio or Streamable HTTP, with no shared server."""
+    import anyio
+
+    from nexus_core.access.sessions import process_session
+    from nexus_core.assembly import build_for_serving, report
+    from nexus_core.config.effective import load, with_libraries
+    from nexus_core.serve.http import serve_http
+    from nexus_core.serve.stdio import serve_stdio
+
+    overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
+    process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in options.roots)
+    try:
+        config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
+        process_session().profile = config.profile(options.profile) if options.profile else None
+        host = build_for_serving(config)
+        report(host)
+        if options.transport == "stdio":
+            if sys.stdin.isatty():
+                click.echo(
+                    "nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", err=True
+                )
+            anyio.run(serve_stdio, host)
+        else:
+            http = config.server.http
+            bind = options.bind or http.host
+            port = http.port if options.port is None else options.port
+            anyio.run(lambda: serve_http(host, bind=bind, port=port))
+    except NexusError as exc:
+        fail(str(exc))

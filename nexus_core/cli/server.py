@@ -1,0 +1,179 @@
+"""``nexus server start|stop|status`` and ``nexus trust``: the shared server from the command line.
+
+Standard library, click and the relay only, unless a command must serve: asking the shared server for its
+status does not import the SDK.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nexus_core.cli.options import flags
+from nexus_core.cli.output import fail
+from nexus_core.config import lookup
+from nexus_core.errors import NexusError
+from nexus_core.serve import relay, rendezvous
+from nexus_core.serve.options import SHARED_SERVER_FLAGS, ServeOptions
+
+
+def which(options: ServeOptions) -> tuple[str, list[str]]:
+    """(key, server arguments) of the shared server that ``nexus serve`` with these options would use."""
+    try:
+        choice = lookup.find_config(options.config)
+        shape = options.server_args(choice.path)
+    except FileNotFoundError as exc:
+        raise click.ClickException(f"{exc}: config file not found") from None
+    except ValueError as exc:  # --libraries that are not NAME:PATH pairs
+        raise click.ClickException(str(exc)) from None
+    return rendezvous.server_key(choice.path, shape), shape
+
+
+@click.group()
+def server() -> None:
+    """The shared server that every client's `nexus serve` relays to."""
+
+
+@server.command(
+    "run",
+    hidden=True,
+    context_settings={"ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
+def server_run(arguments: tuple[str, ...]) -> None:
+    """Run the shared server in the foreground: ``python -m nexus_core.serve.shared``, by its old name."""
+    from nexus_core.serve import shared
+
+    sys.exit(shared.main(list(arguments)))
+
+
+@server.command("start")
+@flags(*SHARED_SERVER_FLAGS)
+def server_start(**values: Any) -> None:
+    """Start the shared server for this config (if it is not running) and show its status."""
+    key = ensure_running(ServeOptions.of(values))
+    _print_status(rendezvous.ask(key, "status"))
+
+
+def ensure_running(options: ServeOptions) -> str:
+    """The key of the shared server for these options, started if none runs."""
+    key, shape = which(options)
+    if rendezvous.ask(key, "status") is None:
+        try:
+            relay.Relay(key, shape, {}).start_only()
+        except relay.RelayError as exc:
+            raise click.ClickException(str(exc)) from None
+    return key
+
+
+def serve_http_shared(options: ServeOptions) -> None:
+    """``nexus serve --transport http``: the shared server serves Streamable HTTP at this address, with this
+    command's token, roots and profile, for as long as this command runs; stdio clients share its state."""
+    from nexus_core.config.effective import load
+    from nexus_core.serve.http import http_token
+
+    try:
+        config = load(options.config, options.overrides, options.verbose)
+        bind = options.bind or config.server.http.host
+        port = config.server.http.port if options.port is None else options.port
+        token = http_token(config, bind)
+    except NexusError as exc:
+        fail(str(exc))
+    key, shape = which(options)
+    choice = lookup.find_config(options.config)
+    hello = {
+        "nexus": "http",
+        "host": bind,
+        "port": port,
+        "token": token,
+        "cwd": str(Path.cwd()),
+        "roots": [str(Path(r).expanduser().absolute()) for r in options.roots],
+        "narrowing": str(choice.narrowing) if choice.narrowing else None,
+        "profile": options.profile,
+    }
+    link = relay.Relay(key, shape, {})
+    while True:
+        try:
+            sock, answer = link.reach(hello | {"fingerprint": rendezvous.install_fingerprint()}, expect="http")
+        except relay.RelayError as exc:
+            fail(str(exc), exc.code)
+        click.echo(f"nexus: serving Streamable HTTP on {answer['url']} (shared server pid {answer['pid']})", err=True)
+        console = rendezvous.ask(key, "console") or {}
+        if console.get("url"):
+            click.echo(f"console: {console['url']} (works once; `nexus console` makes more)", err=True)
+        with sock:
+            while sock.recv(1 << 16):  # until the server goes away (a restart after an upgrade or a config edit)
+                pass
+        click.echo("nexus: the shared server went away; serving HTTP again", err=True)
+
+
+@server.command("stop")
+@flags(*SHARED_SERVER_FLAGS)
+def server_stop(**values: Any) -> None:
+    """Stop the shared server for this config; open sessions end (their relays start a new one when used)."""
+    key, _ = which(ServeOptions.of(values))
+    answer = rendezvous.ask(key, "stop")
+    if answer is None:
+        click.echo("no shared server is running for this config")
+        return
+    lock = rendezvous.server_files(key)["lock"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and rendezvous.is_held(lock):
+        time.sleep(0.05)
+    click.echo(f"stopped the shared server (pid {answer.get('pid')})")
+
+
+@server.command("status")
+@flags(*SHARED_SERVER_FLAGS)
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def server_status(as_json: bool, **values: Any) -> None:
+    """Show the shared server for this config: pid, uptime, version, sessions, plugins, memory."""
+    import json
+
+    key, _ = which(ServeOptions.of(values))
+    status = rendezvous.ask(key, "status")
+    if as_json:
+        click.echo(json.dumps(status, indent=2))
+    else:
+        _print_status(status)
+    if status is None:
+        sys.exit(3)
+
+
+def _print_status(status: dict[str, Any] | None) -> None:
+    if status is None:
+        click.echo("no shared server is running for this config (a client's `nexus serve` starts one)")
+        return
+    click.echo(f"shared server {status['key']}: pid {status['pid']}, up {_duration(status['uptime_s'])}")
+    click.echo(f"  version {status['version']}, config {status['config']}")
+    click.echo(
+        f"  memory {status['rss_mb']} MB resident; exits after {status['idle_timeout_s']:.0f} s without a client"
+    )
+    click.echo(f"  socket {status['socket']}" + (f", HTTP {status['http']}" if status["http"] else ""))
+    click.echo(f"  log {status['log']}")
+    plugins = ", ".join(f"{p['name']} {p['version']}".strip() + ("" if p["status"] == "ok" else f" ({p['status']})")
+                        for p in status["plugins"])  # fmt: skip
+    click.echo(f"  plugins: {plugins or 'none'}")
+    click.echo(f"  sessions: {len(status['sessions'])}")
+    for s in status["sessions"]:
+        roots = ", ".join(s["roots"]) or "no roots"
+        click.echo(f"    {s['client']} ({s['id']}): {s['calls']} call(s), {_duration(s['age_s'])}, {roots}")
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+@click.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False, exists=True), default=".")
+def trust(path: str) -> None:
+    """Trust a folder's own nexus.toml (default: this folder): it may then widen your config, load plugins."""
+    real = lookup.trust(Path(path))
+    click.echo(f"trusted {real}: its nexus.toml is now a full config (recorded in {lookup.trust_path()})")

@@ -1,0 +1,1 @@
+"""``nexus install``: Nexus's entry in each client's own MCP config file."""

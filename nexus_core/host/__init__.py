@@ -1,0 +1,1 @@
+"""The host: finding plugins, their registrars, building the MCP server, live items, the SDK adapter."""

@@ -1,0 +1,325 @@
+"""The relay: what a desktop client launches as ``nexus serve``, a thin link to the user's shared server.
+
+Every client (Claude Desktop, Cursor, a terminal agent) launches its own
+``nexus serve``. The relay finds the shared server for its config (one per
+config file and Python install, see ``rendezvous``), starts it when none runs
+(a lock makes two relays starting at once end up on one server), introduces
+itself (launch folder, ``--root`` folders, profile, an untrusted
+``./nexus.toml`` to narrow with), then hands the server its own stdin and
+stdout (``SCM_RIGHTS`` over the Unix socket): the server reads the client's
+requests and writes its answers directly, so the relay adds nothing to a call.
+It imports only the standard library, so it answers at once.
+
+It stays on the line to keep watch: the server keeps the ids of the requests
+in flight in a file the relay handed over (it reads it only if the server
+dies), and tells it the client's handshake. If the server dies, the relay
+answers the requests in flight with an error that says so; when the client
+next sends something, it starts a new server and hands over the handshake to
+replay (its answer is swallowed: the client already has one) with what the
+client sent: the client's session goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nexus_core.access import peers
+from nexus_core.config import folders, lookup
+from nexus_core.serve import rendezvous
+from nexus_core.serve.options import ServeOptions
+
+START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
+IN_FLIGHT_ERROR = -32603
+
+
+class RelayError(Exception):
+    """The relay cannot reach a shared server; the message says why and what to look at."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code  # the exit status: the server's own when it could not start (2: a config error)
+
+
+def main(argv: list[str]) -> int:
+    """``nexus serve``'s arguments (see ``options``), then ``run``."""
+    return run(ServeOptions.parse(argv))
+
+
+def run(options: ServeOptions) -> int:
+    """Link this process's client to its shared server; the exit status."""
+    try:
+        choice = lookup.find_config(options.config)
+        shape = options.server_args(choice.path)
+    except FileNotFoundError as exc:
+        print(f"nexus: {exc}: config file not found", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # --libraries that are not NAME:PATH pairs
+        print(f"nexus: {exc}", file=sys.stderr)
+        return 2
+    cwd = Path.cwd()
+    hello = {
+        "nexus": "hello",
+        "cwd": str(cwd),
+        "roots": [str(Path(r).expanduser().absolute()) for r in options.roots],
+        "narrowing": str(choice.narrowing) if choice.narrowing else None,
+        "profile": options.profile,
+        "pid": os.getpid(),
+    }
+    if sys.stdin.isatty():
+        print(
+            "nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", file=sys.stderr
+        )
+    relay = Relay(rendezvous.server_key(choice.path, shape), shape, hello)
+    try:
+        relay.connect()
+    except RelayError as exc:
+        print(f"nexus: {exc}", file=sys.stderr)
+        return exc.code
+    return relay.run()
+
+
+class Relay:
+    """One client's link to the shared server: it hands over the client's pipes and keeps watch."""
+
+    def __init__(self, key: str, shape: list[str], hello: dict[str, Any], *, stdin: int = 0, stdout: int = 1) -> None:
+        self.files = rendezvous.server_files(key)
+        self.key, self.shape, self.hello = key, shape, hello
+        self.stdin, self.stdout = stdin, stdout
+        self.sock: socket.socket | None = None
+        self.in_flight = _scratch_file()  # the server writes the ids of the requests it is handling here
+        self.replay: list[str] = []  # the client's initialize and initialized lines, as the server saw them
+
+    # -- reaching the server --------------------------------------------------------
+
+    def connect(self, pending_input: bytes = b"") -> None:
+        """Connect to the shared server (starting it when none listens), say hello, hand over the pipes."""
+        # The install as it is now, not at launch: a relay started before an upgrade would find every new
+        # server stale, restart it again and again, and cut every other session each time.
+        fingerprint = rendezvous.install_fingerprint()
+        hello = dict(
+            self.hello, fingerprint=fingerprint, replay=self.replay, pending_input=pending_input.decode("latin-1")
+        )
+        sock, _ = self.reach(hello)
+        os.ftruncate(self.in_flight, 0)
+        socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
+        self.sock = sock
+
+    def start_only(self) -> None:
+        """Start the shared server if none listens (``nexus server start``)."""
+        sock = self._dial() or self._start()
+        sock.close()
+
+    def reach(self, hello: dict[str, Any], expect: str = "welcome") -> tuple[socket.socket, dict[str, Any]]:
+        """A connection greeted with ``hello`` (started when none listens) and the server's answer, which must be
+        ``expect``; a server that is dying (its socket still accepting) or stale is waited out."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            sock = self._dial() or self._start()
+            try:
+                welcome = _greet(sock, hello)
+            except OSError:  # reset: it died between accepting and answering
+                welcome = {"nexus": "restart"}
+            if welcome.get("nexus") == expect:
+                return sock, welcome
+            sock.close()
+            if welcome.get("nexus") != "restart":
+                raise RelayError(f"the shared server refused this client: {welcome.get('reason', welcome)}", 2)
+            if time.monotonic() > deadline:
+                raise RelayError(f"the shared server kept restarting (log: {self.files['log']})")
+            self._wait_gone()  # a stale server (an upgrade, an edited config) exits: then start a new one
+            time.sleep(0.05)
+
+    def _dial(self) -> socket.socket | None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(rendezvous.socket_address(self.files["socket"]))
+        except OSError:
+            sock.close()
+            return None
+        uid = peers.other_user(sock)
+        if uid is not None:  # never hand the client's pipes to another user's process
+            sock.close()
+            raise RelayError(f"{self.files['socket']} is served by another user (uid {uid}); refusing it")
+        return sock
+
+    def _wait_gone(self, timeout: float = 30.0) -> None:
+        """Until the stale server has let go of its lock (it is shutting its plugins down)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and rendezvous.is_held(self.files["lock"]):
+            time.sleep(0.05)
+
+    def _start(self) -> socket.socket:
+        """Start the shared server, one relay at a time, and wait until it listens."""
+        with _flock(self.files["start"]):
+            sock = self._dial()  # another relay may have started it while this one waited
+            if sock is not None:
+                return sock
+            log = self.files["log"]
+            log.parent.mkdir(parents=True, exist_ok=True)
+            offset = log.stat().st_size if log.exists() else 0
+            proc = spawn_server(self.key, self.shape, log)
+            deadline = time.monotonic() + START_TIMEOUT
+            while time.monotonic() < deadline:
+                sock = self._dial()
+                if sock is not None:
+                    return sock
+                if proc.poll() is not None and not rendezvous.is_held(self.files["lock"]):
+                    reason = f"the shared server did not start:\n{_tail(log, offset)}\n(log: {log})"
+                    raise RelayError(reason, proc.returncode or 1)
+                time.sleep(0.02)
+            raise RelayError(f"the shared server did not listen within {START_TIMEOUT:.0f} s (log: {log})")
+
+    # -- keeping watch ----------------------------------------------------------------
+
+    def run(self) -> int:
+        """Follow the session until it ends; after a server loss, resume it when the client next sends."""
+        while True:
+            if self._follow():
+                return 0  # the client closed its side: the session ended
+            self._fail_in_flight()
+            waiting = self._client_input()
+            if not waiting:
+                return 0  # the client left while there was no server
+            print("nexus: reconnecting to the shared server", file=sys.stderr)
+            try:
+                self.connect(waiting)
+            except (RelayError, OSError) as exc:
+                print(f"nexus: cannot reconnect: {exc}", file=sys.stderr)
+                return 1
+
+    def _follow(self) -> bool:
+        """Read the server's notes until the connection ends; True when it ended the session itself."""
+        assert self.sock is not None
+        buffer = b""
+        while True:
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.sock.close()
+                self.sock = None
+                print("nexus: the shared server went away", file=sys.stderr)
+                return False
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                note = json.loads(line)
+                if "replay" in note:
+                    self.replay.append(note["replay"])
+                elif "bye" in note:
+                    self.sock.close()
+                    return True
+
+    def _fail_in_flight(self) -> None:
+        """The server died: each request it was handling gets an error that says so (it wrote nothing more)."""
+        message = json.dumps(
+            "the shared Nexus server stopped while handling this request; it is being restarted, "
+            "so try again (see `nexus server status`)"
+        )
+        for request_id in self._requests_in_flight():
+            line = f'{{"jsonrpc":"2.0","id":{request_id},"error":{{"code":{IN_FLIGHT_ERROR},"message":{message}}}}}\n'
+            _write_all(self.stdout, line.encode())
+
+    def _requests_in_flight(self) -> list[str]:
+        fd = self.in_flight
+        size = int.from_bytes(os.pread(fd, 8, 0) or b"\0", "little")
+        try:
+            return [i for i in json.loads(os.pread(fd, size, 8)) if isinstance(i, str)] if size else []
+        except ValueError:
+            return []
+
+    def _client_input(self) -> bytes:
+        """Wait until the client sends again; what it sent (b"" when it closed its side)."""
+        select.select([self.stdin], [], [])
+        try:
+            return os.read(self.stdin, 1 << 16)
+        except BlockingIOError:  # the server had made the pipe non-blocking: nothing yet after all
+            return self._client_input()
+
+
+def _scratch_file() -> int:
+    """A file only this relay and its server can reach: anonymous memory, else an unlinked temp file."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("nexus-in-flight", os.MFD_CLOEXEC)
+    fd, path = tempfile.mkstemp(dir=folders.runtime_dir())
+    os.unlink(path)
+    return fd
+
+
+def _greet(sock: socket.socket, hello: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall(json.dumps(hello).encode() + b"\n")
+    line = _read_line(sock)
+    try:
+        return json.loads(line) if line else {"nexus": "restart"}
+    except ValueError:
+        return {"nexus": "refused", "reason": line[:200].decode(errors="replace")}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
+        except OSError:
+            return  # the client is gone
+
+
+def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Start the shared server (``python -m nexus_core.serve.shared``) detached from this client: its own
+    session, output to its log."""
+    if log.exists() and log.stat().st_size > 10 << 20:
+        log.replace(log.with_suffix(".log.1"))
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "nexus_core.serve.shared", "--key", key, *shape],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            cwd=folders.state_dir(),
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def _read_line(sock: socket.socket, limit: int = 1 << 20) -> bytes:
+    """One line, read a byte at a time: nothing after it may be consumed (it belongs to the pipe)."""
+    data = bytearray()
+    while len(data) < limit:
+        byte = sock.recv(1)
+        if not byte or byte == b"\n":
+            break
+        data += byte
+    return bytes(data)
+
+
+@contextlib.contextmanager
+def _flock(path: Path):  # type: ignore[no-untyped-def]
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _tail(log: Path, offset: int, lines: int = 15) -> str:
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.strip().splitlines()[-lines:]) or "(the log is empty)"
