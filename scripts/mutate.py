@@ -985,7 +985,7 @@ MUTATIONS: list[Mutation] = [
         "a client whose input is /dev/null is served, and one session's error never ends the shared server",
         Edit(
             CORE + "shared.py",
-            "        except Exception:  # one client's broken pipes end its session, never the server every client shares",
+            "        except Exception:  # one client's broken pipes end its session, never the server every client",
             "        except ZeroDivisionError:",
         ),
     ),
