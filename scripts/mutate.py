@@ -958,6 +958,37 @@ MUTATIONS: list[Mutation] = [
         BT + "test_resources_of_a_mount_are_refused_without_the_read_grant",
         "resources published at run time (a mount's) pass the plugin's grants",
     ),
+    # -- issue 30: one owner of all state ------------------------------------------------------------------
+    m(
+        "rendezvous-follows-xdg-runtime-dir",
+        CORE + "config/folders.py",
+        'def runtime_dir() -> Path:\n    return _private(state_dir() / "run")',
+        'def runtime_dir() -> Path:\n    base = os.environ.get("XDG_RUNTIME_DIR")\n'
+        '    return _private(Path(base) / "nexus" if base else state_dir() / "run")',
+        "tests/core/test_one_owner.py::test_clients_launched_with_different_environments_share_one_server_and_its_stores",
+        "clients launched with and without XDG_RUNTIME_DIR reach one shared server and one store",
+    ),
+    m(
+        "http-serves-its-own-host",
+        CORE + "cli/serve.py",
+        'if options.transport == "http" and not options.standalone:',
+        off('options.transport == "http" and not options.standalone'),
+        "tests/core/test_one_owner.py::test_http_and_stdio_clients_share_the_shared_servers_state",
+        "nexus serve --transport http makes the shared server serve HTTP (one owner of the stores)",
+    ),
+    m(
+        "dev-null-client-ends-the-server",
+        CORE + "serve/client_pipes.py",
+        "self.pollable = {fd: _pollable(fd) for fd in (infd, outfd)}",
+        "self.pollable = {fd: not stat.S_ISREG(os.fstat(fd).st_mode) for fd in (infd, outfd)}",
+        "tests/core/test_one_owner.py::test_a_client_whose_input_is_dev_null_does_not_take_the_shared_server_down",
+        "a client whose input is /dev/null is served, and one session's error never ends the shared server",
+        Edit(
+            CORE + "serve/shared.py",
+            "        except Exception:  # one client's broken pipes end its session, never the server every client",
+            "        except ZeroDivisionError:",
+        ),
+    ),
 ]
 
 

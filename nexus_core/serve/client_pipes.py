@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import stat
 from collections import deque
 from typing import Any, Self
@@ -63,7 +64,7 @@ class ClientPipes:
     ) -> None:
         hello = hello or {}
         self.relay, self.infd, self.outfd, self.trackfd = relay, infd, outfd, trackfd
-        self.pollable = {fd: not stat.S_ISREG(os.fstat(fd).st_mode) for fd in (infd, outfd)}  # epoll refuses files
+        self.pollable = {fd: _pollable(fd) for fd in (infd, outfd)}
         self.replay: list[str] = list(hello.get("replay") or [])
         self.pending_input = (hello.get("pending_input") or "").encode("latin-1")
         self.in_flight: set[str] = set()
@@ -218,6 +219,19 @@ class ClientPipes:
             while await self.relay.receive():
                 pass
         scope.cancel()
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: pipes, sockets and terminals; not regular files or ``/dev/null``
+    (epoll refuses both; a client launched with its input from ``/dev/null`` is read in a worker thread)."""
+    if not hasattr(select, "epoll"):
+        return not stat.S_ISREG(os.fstat(fd).st_mode)
+    with select.epoll() as poll:
+        try:
+            poll.register(fd, select.EPOLLIN)
+        except PermissionError:
+            return False
+    return True
 
 
 class _Readable:

@@ -80,12 +80,15 @@ def run(options: ServeOptions) -> int:
         print(
             "nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", file=sys.stderr
         )
-    relay = Relay(rendezvous.server_key(choice.path, shape), shape, hello)
     try:
+        relay = Relay(rendezvous.server_key(choice.path, shape), shape, hello)
         relay.connect()
     except RelayError as exc:
         print(f"nexus: {exc}", file=sys.stderr)
         return exc.code
+    except OSError as exc:  # a runtime folder refused (another user's, a symlink), a full disk
+        print(f"nexus: {exc}", file=sys.stderr)
+        return 1
     return relay.run()
 
 

@@ -215,6 +215,8 @@ class SharedServer:
             with bound(session):
                 pipes = ClientPipes(fds[0], fds[1], relay=stream, trackfd=fds[2], hello=hello)
                 await pipes.serve(sdk.lowlevel(self.host.server), state)
+        except Exception:  # one client's broken pipes end its session, never the server every client shares
+            log.exception("session %s ended by an error", session.id)
         finally:
             for fd in fds:
                 os.close(fd)

@@ -8,6 +8,7 @@ SDK-based desktop client with the MCP SDKs' default one (``HOME``, ``PATH``, ``S
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -106,3 +107,24 @@ async def test_http_and_stdio_clients_share_the_shared_servers_state(
         ).stdout
     )
     assert status["http_listeners"] == [url]  # served by the one shared server, for as long as the command runs
+
+
+async def test_a_client_whose_input_is_dev_null_does_not_take_the_shared_server_down(tmp_path: Path) -> None:
+    """epoll refuses /dev/null: that session is read in a worker thread, and no session's error ends the server."""
+    config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
+    async with stdio_session("--config", str(config), cwd=tmp_path) as first:
+        before = _status(config)
+        with open(os.devnull, "rb") as nothing:
+            done = subprocess.run(
+                nexus_command("serve", "--config", str(config)), stdin=nothing, capture_output=True, timeout=60
+            )
+        assert done.returncode == 0, done.stderr
+        after = _status(config)
+        assert after["pid"] == before["pid"] and len(after["sessions"]) == 1  # the same server, the first session
+        assert not (await first.call_tool("get_stats", {})).is_error
+    assert "Traceback" not in Path(after["log"]).read_text(errors="replace")
+
+
+def _status(config: Path) -> dict[str, Any]:
+    command = nexus_command("server", "status", "--json", "--config", str(config))
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)

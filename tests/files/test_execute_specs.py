@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from nexus_core.hardening import make_undumpable
 from tests.files.helpers import alive, call, fail
 
 pytestmark = pytest.mark.anyio
@@ -211,7 +214,7 @@ import os, subprocess, sys
 sys.path.insert(0, {root!r})
 code = "open('/proc/%d/environ', 'rb').read()" % os.getpid()
 before = subprocess.run([sys.executable, "-c", code], capture_output=True).returncode
-from nexus_core.host.hardening import make_undumpable
+from hardening import make_undumpable
 assert make_undumpable()
 after = subprocess.run([sys.executable, "-c", code], capture_output=True)
 print(before, after.returncode, b"PermissionError" in after.stderr)
@@ -228,22 +231,30 @@ def _nobody_python() -> str | None:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_DUMPABLE is Linux's")
-def test_an_undumpable_server_hides_its_environment_from_its_children():
-    root = str(Path(__file__).resolve().parents[2])
-    script = READ_PARENT.format(root=root)
-    if os.getuid() != 0:
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    else:  # root reads any process's memory anyway: test as the unprivileged user
-        python = _nobody_python()
-        if python is None:
-            pytest.skip("running as root and no interpreter the user nobody may run")
+def test_an_undumpable_server_hides_its_environment_from_its_children() -> None:
+    # The module (standard library only) is copied where the user nobody can read it: CI's checkout may sit
+    # in a private folder.
+    root = Path(tempfile.mkdtemp(prefix="nexus-undumpable-"))
+    shutil.copy(sys.modules[make_undumpable.__module__].__file__ or "", root / "hardening.py")
+    root.chmod(0o755)
+    (root / "hardening.py").chmod(0o644)
+    try:
+        script = READ_PARENT.format(root=str(root))
+        if os.getuid() != 0:
+            out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        else:  # root reads any process's memory anyway: test as the unprivileged user
+            python = _nobody_python()
+            if python is None:
+                pytest.skip("running as root and no interpreter the user nobody may run")
 
-        def become_nobody() -> None:
-            os.setgid(65534)
-            os.setuid(65534)
-            ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # setuid cleared the dumpable flag: start from a normal process
+            def become_nobody() -> None:
+                os.setgid(65534)
+                os.setuid(65534)
+                ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # setuid cleared the dumpable flag: start from a normal process
 
-        out = subprocess.run(
-            [python, "-c", script], capture_output=True, text=True, check=True, preexec_fn=become_nobody, cwd="/"
-        )
+            out = subprocess.run(
+                [python, "-c", script], capture_output=True, text=True, check=True, preexec_fn=become_nobody, cwd="/"
+            )
+    finally:
+        shutil.rmtree(root)
     assert out.stdout.split() == ["0", "1", "True"], out
