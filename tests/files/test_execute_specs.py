@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_core.hardening import make_undumpable
+from nexus_core.host.hardening import make_undumpable
 from tests.files.helpers import alive, call, fail
 
 pytestmark = pytest.mark.anyio
