@@ -9,6 +9,7 @@ written there plainly is imported after all.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,7 @@ class PluginCommands(click.Group):
     """A group that adds the plugins' commands to its own."""
 
     def _entry_points(self) -> dict[str, Any]:
-        import importlib_metadata  # ~20 ms: only for a command that is not built in, and for --help
-
-        return {ep.name: ep for ep in importlib_metadata.entry_points(group=CLI_ENTRY_POINT_GROUP)}
+        return _plugin_entry_points()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._entry_points()})
@@ -60,6 +59,14 @@ class PluginCommands(click.Group):
             limit = formatter.width - 6 - max(len(name) for name, _ in rows)
             with formatter.section("Commands"):
                 formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in rows])
+
+
+@functools.cache
+def _plugin_entry_points() -> dict[str, Any]:
+    """The ``nexus.cli`` entry points, read once: each read scans every installed distribution."""
+    import importlib_metadata  # only for a command that is not built in, and for --help
+
+    return {ep.name: ep for ep in importlib_metadata.entry_points(group=CLI_ENTRY_POINT_GROUP)}
 
 
 def _written_help(target: str) -> str | None:
