@@ -91,7 +91,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
 
 
 def _stop_servers_of(home: Path, timeout: float = 15) -> None:
-    """Stop every ``server run`` started with this HOME: by process, not by lock file (only these tests' own,
+    """Stop every shared server started with this HOME: by process, not by lock file (only these tests' own,
     and a mutated server may have overwritten the lock file's pid)."""
     pids = []
     for proc in Path("/proc").iterdir():
@@ -100,7 +100,8 @@ def _stop_servers_of(home: Path, timeout: float = 15) -> None:
             cmdline = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if f"HOME={home}".encode() in environ and b"\0server\0run\0" in cmdline:
+        serves = b"\0nexus_core.serve.shared\0" in cmdline or b"\0server\0run\0" in cmdline  # a relay's; ours
+        if f"HOME={home}".encode() in environ and serves:
             pids.append(int(proc.name))
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
