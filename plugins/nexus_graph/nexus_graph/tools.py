@@ -1,8 +1,8 @@
 """The tools: thin functions that validate, call the store or the analysis, and shape the answer.
 
 Each tool is a module-level function whose first parameter is the plugin's context; ``register_tools``
-binds it (``bound``). No ``from __future__ import annotations`` here: ``bound`` reads the signatures as
-written, and add_entity's category annotation (the configured categories) is built at registration.
+binds it (``bound``) and puts in add_entity's category annotation, which lists the configured categories
+and so is known only then.
 """
 
 import functools
