@@ -1,6 +1,7 @@
 """nexus-bridge: latency a proxied tools/call adds over calling the upstream server directly (stdio).
 
     .venv/bin/python bench/bridge_bench.py [--calls 2000]
+    .venv/bin/python bench/bridge_bench.py --smoke      # 50 calls per path (what the test runs)
 
 One upstream script, a bare SDK server with a plain `echo` tool (no annotations),
 is called two ways in one run: directly over stdio, and through `nexus serve`
@@ -23,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pipe_client import ECHO_PLUGIN, Server, call_latencies, pct
+from pipe_client import ECHO_PLUGIN, NEXUS, Server, call_latencies, home_env, pct, stop_shared
 
 UPSTREAM = """
 from mcp.server.mcpserver import MCPServer
@@ -61,7 +62,10 @@ BLOCKS = 10  # interleaved blocks per path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=2000, help="tools/call round trips per path")
+    parser.add_argument("--smoke", action="store_true", help="50 calls per path")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls = 50
 
     load_at_start = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="nexus-bridge-bench-"))
@@ -69,22 +73,25 @@ def main() -> None:
     (work / "plugins" / "bench_echo.py").write_text(ECHO_PLUGIN)
     (work / "upstream.py").write_text(UPSTREAM)
     (work / "nexus.toml").write_text(CONFIG.format(work=work, python=sys.executable))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env = home_env(work / "home")
 
     direct = Server([sys.executable, str(work / "upstream.py")], env)
-    nexus = Server([sys.executable, "-m", "nexus_core", "serve", "--config", str(work / "nexus.toml")], env)
-    direct.handshake()
-    nexus.handshake()
-    listed = nexus.wait_for_tool("up_echo")
-    paths = {"direct": (direct, "echo"), "bridge": (nexus, "up_echo"), "native": (nexus, "echo")}
-    for server, tool in paths.values():
-        call_latencies(server, 100, tool)  # warm up
-    calls: dict[str, list[float]] = {name: [] for name in paths}
-    for _ in range(BLOCKS):
-        for name, (server, tool) in paths.items():
-            calls[name] += call_latencies(server, args.calls // BLOCKS, tool)
-    nexus.close()
-    direct.close()
+    nexus = Server([*NEXUS, "serve", "--config", str(work / "nexus.toml")], env)
+    try:
+        direct.handshake()
+        nexus.handshake()
+        listed = nexus.wait_for_tool("up_echo")
+        paths = {"direct": (direct, "echo"), "bridge": (nexus, "up_echo"), "native": (nexus, "echo")}
+        for server, tool in paths.values():
+            call_latencies(server, 100, tool)  # warm up
+        calls: dict[str, list[float]] = {name: [] for name in paths}
+        for _ in range(BLOCKS):
+            for name, (server, tool) in paths.items():
+                calls[name] += call_latencies(server, args.calls // BLOCKS, tool)
+    finally:
+        nexus.close()
+        direct.close()
+        stop_shared(work / "nexus.toml", env)  # `nexus serve` relays to a shared server it started
 
     load = f"load average {load_at_start:.2f} at start, {os.getloadavg()[0]:.2f} at end"
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {load}")

@@ -7,7 +7,8 @@ repository, then times, each as the best of N runs:
   against `rg` on the same tree with the same file-selection flags;
 - glob '*.py' through the MCP client against `git ls-files '*.py'` and `rg --files`.
 
-Usage: python bench/files_bench.py [--files 50000] [--runs 3]
+    .venv/bin/python bench/files_bench.py [--files 50000] [--runs 3]
+    .venv/bin/python bench/files_bench.py --smoke     # 200 files in a temporary folder, one run (what the test runs)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -110,7 +112,19 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="200 files in a temporary folder, one run")
     args = parser.parse_args()
+    if args.smoke:
+        global TREE
+        args.files, args.runs = 200, 1
+        with tempfile.TemporaryDirectory() as tmp:
+            TREE = Path(tmp) / "tree"
+            await run(args)
+    else:
+        await run(args)
+
+
+async def run(args: argparse.Namespace) -> None:
     generate(args.files)
     rg = ripgrep("always", None)
     count, size = tree_stats()

@@ -1,6 +1,7 @@
 """git_status in-process: libgit2 (the plugin's default) against the git process path, interleaved.
 
     .venv/bin/python bench/git_status_bench.py [--calls 400] [--block 20] [--files N]
+    .venv/bin/python bench/git_status_bench.py --smoke    # 20 calls (what the test runs)
 
 One host with the files plugin on peers.py's small repository; the tool is called
 through ``host.server.call_tool`` (permission gate, audit log, validation), in
@@ -114,5 +115,8 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--block", type=int, default=20)
     parser.add_argument("--files", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="20 calls in blocks of 5")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.calls, opts.block = 20, 5
     sys.exit(asyncio.run(main(opts.calls, opts.block, opts.files)))

@@ -1,6 +1,7 @@
 """Benchmark of nexus-graph: search and the entropy report at 10k entities / 50k relations.
 
-Run: /work/venv/bin/python bench/graph_bench.py [--entities 10000] [--relations 50000]
+    .venv/bin/python bench/graph_bench.py [--entities 10000] [--relations 50000]
+    .venv/bin/python bench/graph_bench.py --smoke     # 200 entities, 1,000 relations (what the test runs)
 
 Builds a synthetic graph folder (JSONL written directly, as another process
 would), then measures through the real MCP client in-process (tool-call
@@ -221,7 +222,11 @@ def main() -> None:
     parser.add_argument("--relations", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--entropy-runs", type=int, default=10)
-    anyio.run(run, parser.parse_args())
+    parser.add_argument("--smoke", action="store_true", help="200 entities, 1,000 relations, 20 queries, 1 run")
+    args = parser.parse_args()
+    if args.smoke:
+        args.entities, args.relations, args.queries, args.entropy_runs = 200, 1000, 20, 1
+    anyio.run(run, args)
 
 
 if __name__ == "__main__":

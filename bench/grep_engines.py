@@ -1,6 +1,7 @@
 """The pure-Python grep's engine: Python's backtracking `re` against RE2 (google-re2), measured in one run.
 
     .venv/bin/python bench/grep_engines.py [--mb 20]
+    .venv/bin/python bench/grep_engines.py --smoke      # 1 MB, re's worst case up to n = 18 (what the test runs)
 
 Two questions decided the engine used when ripgrep is missing:
 
@@ -64,14 +65,14 @@ def query(pattern: str, literal: bool, ignore_case: bool) -> Query:
     return Query(pattern, literal, ignore_case, 0, [], [], 10**9, False, 10**10)
 
 
-def worst_case() -> None:
+def worst_case(most: int = 26) -> None:
     print("(a+)+$ on 'a' * n + '!'  (seconds; 'not run': re would take minutes)")
     print(f"{'n':>4} {'python re':>10} {'re2':>10}")
     for n in (16, 20, 22, 24, 26, 28, 30):
         text = "a" * n + "!"
         started = time.perf_counter()
         python = "not run"
-        if n <= 26:  # beyond, re runs for minutes (each 'a' doubles its time)
+        if n <= most:  # beyond, re runs for minutes (each 'a' doubles its time)
             re.search(r"(a+)+$", text)
             python = f"{time.perf_counter() - started:.3f}"
         started = time.perf_counter()
@@ -114,10 +115,10 @@ def dense(data: bytes) -> None:
     print(f"{found} lines in {time.perf_counter() - started:.2f} s")
 
 
-def gil(data: bytes) -> None:
+def gil(data: bytes, n: int = 24) -> None:
     print("\nother threads during a search: main-thread loop iterations per second (higher is better)")
-    idle = _count_while(lambda: time.sleep(1.0))
-    python = _count_while(lambda: re.search(r"(x+x+)+y", "x" * 24))
+    idle = _count_while(lambda: time.sleep(0.2))
+    python = _count_while(lambda: re.search(r"(x+x+)+y", "x" * n))
     q = query(r"(x+x+)+y", False, False)
     big = data * 4
     ours = _count_while(lambda: [re2_lines(big, q) for _ in range(2)])
@@ -139,12 +140,13 @@ def _count_while(work) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true", help="1 MB, re's worst case up to n = 18")
     args = parser.parse_args()
-    worst_case()
-    data = corpus(args.mb)
+    worst_case(18 if args.smoke else 26)
+    data = corpus(1 if args.smoke else args.mb)
     throughput(data)
     dense(data)
-    gil(data)
+    gil(data, 16 if args.smoke else 24)
 
 
 if __name__ == "__main__":

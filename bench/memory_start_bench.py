@@ -1,6 +1,7 @@
 """The memory plugin's warm-up: spawn to the first store_memory reply, through a real stdio server.
 
     .venv/bin/python bench/memory_start_bench.py [--runs 5]
+    .venv/bin/python bench/memory_start_bench.py --smoke   # one run (what the test runs)
 
 Each run spawns `nexus serve --standalone` (the server in that process, every
 installed plugin, audit on) on a fresh data dir and speaks raw JSON-RPC over
@@ -25,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipe_client import Server
+from pipe_client import NEXUS, Server, home_env
 
 NOTE = {
     "content": "Nginx returned 502 right after each deploy: the pods got traffic before they were ready. "
@@ -39,8 +40,7 @@ NOTE = {
 def server(data: Path, warm_up: bool) -> Server:
     config = data / "nexus.toml"
     config.write_text(f'[server]\ndata_dir = "{data}"\n\n[plugins.memory]\nwarm_up = {str(warm_up).lower()}\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXUS_") and k != "PYTHONDONTWRITEBYTECODE"}
-    return Server([sys.executable, "-m", "nexus_core", "serve", "--standalone", "--config", str(config)], env)
+    return Server([*NEXUS, "serve", "--standalone", "--config", str(config)], home_env(data / "home"))
 
 
 def call(srv: Server, tool: str, args: dict) -> dict:
@@ -83,8 +83,12 @@ def after_a_pause(warm_up: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="one run, no untimed start first")
     args = parser.parse_args()
-    right_after_initialize(True)  # compile bytecode once, as an installed package has it
+    if args.smoke:
+        args.runs = 1
+    else:
+        right_after_initialize(True)  # compile bytecode once, as an installed package has it
     first: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     paused: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(args.runs):

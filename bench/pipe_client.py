@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 ECHO_PLUGIN = """
 from nexus_core import hookimpl
@@ -31,6 +33,23 @@ INITIALIZE = {
 
 
 CHUNK = 1 << 20
+NEXUS = [sys.executable, "-m", "nexus_core"]
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """The environment for a server the bench starts: a home folder of its own (Nexus's folders follow HOME), so
+    a shared server the user runs is never reached, no NEXUS_* settings, bytecode allowed (as after a `pip
+    install`). The model cache (XDG_CACHE_HOME, where an opt-in embedder is built) stays the user's."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NEXUS_", "XDG_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return env | {"HOME": str(home), "XDG_CACHE_HOME": cache, "ANONYMIZED_TELEMETRY": "False"}
+
+
+def stop_shared(config: Path, env: dict[str, str], nexus: list[str] = NEXUS) -> None:
+    """Stop the shared server a relay (`nexus serve` without --standalone) started for ``config``."""
+    subprocess.run([*nexus, "server", "stop", "--config", str(config)], env=env, capture_output=True, timeout=60)
 
 
 class Server:

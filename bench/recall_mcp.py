@@ -5,6 +5,7 @@ straight after, no pause.
     .venv/bin/python bench/recall_mcp.py                                   # set A
     .venv/bin/python bench/recall_mcp.py --set bench/recall/recall_set_b.json
     .venv/bin/python bench/recall_mcp.py --distractors 10000                # set A among 10,000 other memories
+    .venv/bin/python bench/recall_mcp.py --smoke                            # 10 queries (what the test runs)
 
 `nexus serve` starts from an empty home folder with no config (the default embedder and recipe), over stdio
 through the relay to the shared server it starts, as a desktop client launches it. Unlike `recall_plugin.py`,
@@ -33,8 +34,7 @@ from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from memory_bench import generate, pct
-from recall_eval import SET, Query, Result, first_rank, load_set
-from recall_plugin import report
+from recall_plugin import SET, Query, Result, first_rank, load_set, report, smoke_subset
 
 from nexus_memory.store import Record
 
@@ -106,7 +106,7 @@ async def written(session: ClientSession) -> None:
     """Wait until the background writer has written every memory's sentence vectors (it writes in the pauses)."""
     while (pending := (await session.call_tool("get_stats", {})).structured_content["parts_pending"]) > 0:
         print(f"  {pending:,} memories wait for their sentence vectors", flush=True)
-        await asyncio.sleep(10)
+        await asyncio.sleep(1)
 
 
 async def timed(session: ClientSession, tool: str, args: dict) -> tuple[float, dict]:
@@ -128,8 +128,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--set", type=Path, default=SET, help="the labeled set (default: bench/recall/recall_set.json)")
     parser.add_argument("--distractors", type=int, default=0, help="generated memories stored first")
+    parser.add_argument("--smoke", action="store_true", help="10 queries of the set and the memories they need")
     args = parser.parse_args()
-    records, queries, _, supersedes = load_set(0, args.set)
+    records, queries, supersedes = load_set(args.set)
+    if args.smoke:
+        records, queries, supersedes = smoke_subset(records, queries, supersedes)
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "HOME": home, "ANONYMIZED_TELEMETRY": "False"}
         for var in ("NEXUS_CONFIG", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):

@@ -6,16 +6,21 @@ the pipe and splits each tool's bytes (compact JSON, as sent) into description, 
 output schema (the rest is name, title, annotations and _meta).
 
     .venv/bin/python bench/tool_bytes.py
+    .venv/bin/python bench/tool_bytes.py --smoke     # default grants and one profile (what the test runs)
+
+Servers run with a home folder of the bench's own.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-from pipe_client import Server
+from pipe_client import NEXUS, Server, home_env
 
 from nexus_core.assembly import build_host
 from nexus_core.config.model import BUILTIN_PROFILES, parse_config
@@ -26,7 +31,7 @@ def size(value: object) -> int:
 
 
 def measure(config: Path, plugin_of: dict[str, str], *args: str) -> tuple[int, dict[str, dict[str, int]]]:
-    command = [sys.executable, "-m", "nexus_core", "serve", "--standalone", "--config", str(config), *args]
+    command = [*NEXUS, "serve", "--standalone", "--config", str(config), *args]
     server = Server(command, env=None)
     try:
         server.handshake()
@@ -57,7 +62,11 @@ def print_table(title: str, total: int, rows: dict[str, dict[str, int]]) -> None
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smoke", action="store_true", help="default grants and one profile")
+    smoke = parser.parse_args().smoke
     work = Path(tempfile.mkdtemp(prefix="nexus-tool-bytes-"))
+    os.environ.update(home_env(work / "home"))  # for the servers and the host built here
     base = f'[server]\ndata_dir = "{work / "data"}"\nroots = ["{work}"]\n'
     host = build_host(parse_config({"server": {"data_dir": str(work / "data"), "roots": [str(work)]}}))
     plugin_of = {name: entry.plugin for name, entry in host.tools.items()}
@@ -67,7 +76,11 @@ def main() -> None:
         if state.categories
     )
     runs = {"default grants": (base, ()), "every category granted": (base + every, ())}
-    runs |= {f"profile {name}": (base, ("--profile", name)) for name in sorted(BUILTIN_PROFILES)}
+    runs |= {
+        f"profile {name}": (base, ("--profile", name)) for name in sorted(BUILTIN_PROFILES)[: 1 if smoke else None]
+    }
+    if smoke:
+        del runs["every category granted"]
     print(f"python {sys.version.split()[0]}; plugins: {', '.join(sorted(set(plugin_of.values())))}")
     totals = []
     for title, (text, args) in runs.items():

@@ -1,6 +1,7 @@
 """The tool folder: what polling costs, and how soon an edit is served, against OS file events (watchfiles).
 
     .venv/bin/python bench/tool_folder_bench.py [--edits 20]
+    .venv/bin/python bench/tool_folder_bench.py --smoke    # 3 edits (what the test runs)
 
 1. One look at a folder of N tool files (``tool_folder.stamps``: a scandir and a
    stat per file), the median of many, and the share of one core it costs at the
@@ -127,7 +128,10 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true", help="3 edits")
     args = parser.parse_args()
+    if args.smoke:
+        args.edits = 3
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, poll interval {INTERVAL} s\n")
     print("one look at the folder          median (us)   share of a core at 0.5 s")
     for files in (10, 100, 1000):

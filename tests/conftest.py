@@ -171,7 +171,7 @@ HTTP_TOKEN = "test-http-token"
 
 def http_client(url: str, *, mode: str = "auto", token: str = HTTP_TOKEN) -> Client:
     """The official client over Streamable HTTP, sending the bearer token every Nexus HTTP server requires."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)  # a loaded machine
     return Client(streamable_http_client(url, http_client=http), mode=mode)
 
 

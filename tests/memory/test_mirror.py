@@ -19,7 +19,7 @@ from nexus_memory.store import ChromaStore, where_clause, with_any_tag
 from tests.memory.conftest import runtime_of
 from tests.memory.helpers import call, fails, store
 
-LABELED = Path(__file__).parents[2] / "bench" / "memory_recall_set.json"
+LABELED = Path(__file__).parent / "memory_recall_set.json"
 
 
 def _no_chroma_reads(st: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:

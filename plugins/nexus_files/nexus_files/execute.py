@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from nexus_core import PluginContext, ToolError
+from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar
 
 from .config import FilesConfig
 from .process import ProcessOutput, child_env, run_process
@@ -69,93 +69,97 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def register(register, ctx: PluginContext) -> None:
+def workdir(policy: PathPolicy, cwd: str) -> Path:
+    real = policy.resolve(cwd)
+    if not real.is_dir():
+        raise ToolError(f"cwd '{cwd}' is not a folder inside the roots")
+    return real
+
+
+def timeout_for(config: FilesConfig, requested: float | None) -> float:
+    return min(requested or config.command_timeout, config.command_timeout)
+
+
+def result(
+    policy: PathPolicy, command: str, cwd: Path, out: ProcessOutput, timeout: float, shell: str | None
+) -> CommandResult:
+    if out.timed_out:
+        tail = _text(out.stdout[-2000:] + out.stderr[-2000:]).strip()
+        raise ToolError(
+            f"timed out after {timeout} s; the process group was killed" + (f". Last output:\n{tail}" if tail else "")
+        )
+    return CommandResult(
+        command=command,
+        cwd=policy.display(cwd) or ".",
+        exit_code=out.exit_code if out.exit_code is not None else -1,
+        stdout=_text(out.stdout),
+        stderr=_text(out.stderr),
+        truncated=out.stdout_truncated or out.stderr_truncated,
+        duration_seconds=round(out.duration, 3),
+        shell=shell,
+    )
+
+
+async def run_command(
+    ctx: PluginContext,
+    command: Annotated[str, Field(min_length=1, description="A shell command line.")],
+    cwd: Annotated[str, Field(description="Working folder inside the roots.")] = ".",
+    timeout: Annotated[
+        float | None, Field(gt=0, description="Seconds before the process group is killed (at most the config's).")
+    ] = None,
+) -> CommandResult:
+    """Run a command line in the user's shell, inside a root, with secrets removed from the environment.
+
+    Only commands in allowed_commands run (denied_commands always win); the refusal says why.
+    A non-zero exit code is a result, not an error; a timeout is an error.
+    """
     config: FilesConfig = ctx.config
     policy = ctx.paths
+    folder = workdir(policy, cwd)
+    shell = user_shell(config.shell)
+    check_command(command, config, policy, folder, fish=os.path.basename(shell) == "fish")
+    limit = timeout_for(config, timeout)
+    out = await run_process(
+        [shell, "-c", command],
+        cwd=folder,
+        env=child_env(config.pass_env, folder),
+        timeout=limit,
+        max_output=config.max_output_bytes,
+        contain=True,
+    )
+    return result(policy, command, folder, out, limit, shell)
 
-    def workdir(cwd: str) -> Path:
-        real = policy.resolve(cwd)
-        if not real.is_dir():
-            raise ToolError(f"cwd '{cwd}' is not a folder inside the roots")
-        return real
 
-    def timeout_for(requested: float | None) -> float:
-        return min(requested or config.command_timeout, config.command_timeout)
+async def run_python(
+    ctx: PluginContext,
+    code: Annotated[str, Field(min_length=1, description="A Python script, run as __main__.")],
+    cwd: Annotated[str, Field(description="Working folder inside the roots.")] = ".",
+    timeout: Annotated[
+        float | None, Field(gt=0, description="Seconds before the process is killed (at most the config's).")
+    ] = None,
+) -> CommandResult:
+    """Run a Python script in a separate, isolated interpreter (-I) with a timeout and output cap."""
+    config: FilesConfig = ctx.config
+    folder = workdir(ctx.paths, cwd)
+    python = config.python_executable or sys.executable
+    limit = timeout_for(config, timeout)
+    out = await run_process(
+        [python, "-I", "-"],
+        cwd=folder,
+        env=child_env(config.pass_env, folder),
+        timeout=limit,
+        max_output=config.max_output_bytes,
+        stdin=code.encode("utf-8"),
+        contain=True,
+    )
+    return result(ctx.paths, f"python ({len(code.splitlines())} lines)", folder, out, limit, None)
 
-    def result(command: str, cwd: Path, out: ProcessOutput, timeout: float, shell: str | None) -> CommandResult:
-        if out.timed_out:
-            tail = _text(out.stdout[-2000:] + out.stderr[-2000:]).strip()
-            raise ToolError(
-                f"timed out after {timeout} s; the process group was killed"
-                + (f". Last output:\n{tail}" if tail else "")
-            )
-        return CommandResult(
-            command=command,
-            cwd=policy.display(cwd) or ".",
-            exit_code=out.exit_code if out.exit_code is not None else -1,
-            stdout=_text(out.stdout),
-            stderr=_text(out.stderr),
-            truncated=out.stdout_truncated or out.stderr_truncated,
-            duration_seconds=round(out.duration, 3),
-            shell=shell,
-        )
 
-    async def run_command(
-        command: Annotated[str, Field(min_length=1, description="A shell command line.")],
-        cwd: Annotated[str, Field(description="Working folder inside the roots.")] = ".",
-        timeout: Annotated[
-            float | None, Field(gt=0, description="Seconds before the process group is killed (at most the config's).")
-        ] = None,
-    ) -> CommandResult:
-        """Run a command line in the user's shell, inside a root, with secrets removed from the environment.
-
-        Only commands in allowed_commands run (denied_commands always win); the refusal says why.
-        A non-zero exit code is a result, not an error; a timeout is an error.
-        """
-        folder = workdir(cwd)
-        shell = user_shell(config.shell)
-        check_command(command, config, policy, folder, fish=os.path.basename(shell) == "fish")
-        limit = timeout_for(timeout)
-        out = await run_process(
-            [shell, "-c", command],
-            cwd=folder,
-            env=child_env(config.pass_env, folder),
-            timeout=limit,
-            max_output=config.max_output_bytes,
-            contain=True,
-        )
-        return result(command, folder, out, limit, shell)
-
-    async def run_python(
-        code: Annotated[str, Field(min_length=1, description="A Python script, run as __main__.")],
-        cwd: Annotated[str, Field(description="Working folder inside the roots.")] = ".",
-        timeout: Annotated[
-            float | None, Field(gt=0, description="Seconds before the process is killed (at most the config's).")
-        ] = None,
-    ) -> CommandResult:
-        """Run a Python script in a separate, isolated interpreter (-I) with a timeout and output cap."""
-        folder = workdir(cwd)
-        python = config.python_executable or sys.executable
-        limit = timeout_for(timeout)
-        out = await run_process(
-            [python, "-I", "-"],
-            cwd=folder,
-            env=child_env(config.pass_env, folder),
-            timeout=limit,
-            max_output=config.max_output_bytes,
-            stdin=code.encode("utf-8"),
-            contain=True,
-        )
-        return result(f"python ({len(code.splitlines())} lines)", folder, out, limit, None)
-
-    register(tool(run_command), category="execute", title="Run a shell command", destructive=True, open_world=True)
+def register(register: ToolRegistrar, ctx: PluginContext) -> None:
+    hints = {"destructive": True, "open_world": True}
+    register(tool(run_command, ctx), category="execute", title="Run a shell command", **hints)
     # The NEXUS skills design names this skill bash_safe: the same tool, under the same checks.
     register(
-        tool(run_command),
-        name="bash_safe",
-        category="execute",
-        title="Run a shell command (bash_safe)",
-        destructive=True,
-        open_world=True,
+        tool(run_command, ctx), name="bash_safe", category="execute", title="Run a shell command (bash_safe)", **hints
     )
-    register(tool(run_python), category="python", title="Run a Python script", destructive=True, open_world=True)
+    register(tool(run_python, ctx), category="python", title="Run a Python script", **hints)

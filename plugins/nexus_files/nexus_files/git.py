@@ -25,7 +25,7 @@ from typing import Annotated
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from nexus_core import PluginContext, ToolError
+from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar
 
 from .config import FilesConfig
 from .gitcache import Config, Known, RepoCache, read_config_listing, stamp, watched_paths
@@ -34,6 +34,7 @@ from .gitstatus import Answer, Entry, settings
 from .gitstatus import status as library_status
 from .results import ToolOutput, tool
 
+GIT = "files.git"  # the key of the context's Git in ctx.state
 GIT_OUTPUT_CAP = 16 * 1024 * 1024  # parsing needs whole records; the text shown is capped separately
 # Settings that keep a repository's own config from running programs, reading outside the
 # repository or changing the output format this module parses. They are passed through
@@ -700,205 +701,230 @@ class Git:
         return [s for s, paths in _numstat_z(out) if not any(self.denial(top, p) for p in paths)]
 
 
-def register(register, ctx: PluginContext) -> None:
-    git = Git(ctx)
-    config: FilesConfig = ctx.config
-    policy = ctx.paths
+def shown(policy: PathPolicy, top: Path) -> str:
+    return policy.display(top) or "."
 
-    def shown(top: Path) -> str:
-        return policy.display(top) or "."
 
-    async def git_status(repo: RepoArg = ".") -> GitStatus:
-        """Branch, upstream, and changed, staged and untracked files (git status)."""
-        refuse_options(repo=repo)
-        known = await git.locate(repo)
-        top = known.top
-        answer = await git.status(known)
-        entries = [
-            StatusEntry(path=e.path, index=e.index, worktree=e.worktree, original_path=e.original_path)
-            for e in answer.entries
-        ]
-        shown_entries = [
-            e for e in entries if not any(git.denial(top, p) for p in (e.path, e.original_path) if p is not None)
-        ]
-        return GitStatus(
-            repo=shown(top), branch=answer.branch, upstream=answer.upstream, ahead=answer.ahead,
-            behind=answer.behind, entries=shown_entries, clean=not entries, hidden=len(entries) - len(shown_entries),
-        )  # fmt: skip
+def git_of(ctx: PluginContext) -> Git:
+    """The context's ``Git``: its cache of what git said about each folder lives as long as the server."""
+    return ctx.state[GIT]
 
-    async def git_log(
-        repo: RepoArg = ".",
-        path: Annotated[str | None, Field(description="Only commits touching this file or folder.")] = None,
-        author: Annotated[str | None, Field(description="Only commits whose author matches this text.")] = None,
-        since: Annotated[
-            str | None, Field(description="Only commits after this date, e.g. '2024-01-31' or '2 weeks ago'.")
-        ] = None,
-        max: Annotated[int, Field(ge=1, le=1000, description="Most commits to return.")] = 20,
-        revision: Annotated[str | None, Field(description="Start from this revision or range (default HEAD).")] = None,
-    ) -> GitLog:
-        """Commit history, newest first, optionally filtered by path, author and date."""
-        refuse_options(repo=repo, path=path, author=author, since=since)
-        check_revision("revision", revision)
-        top, ov = await git.repo(repo)
-        args = ["log", f"--format={LOG_FORMAT}", f"--max-count={max}", "--no-color"]
-        if author:
-            args.append(f"--author={author}")
-        if since:
-            args.append(f"--since={since}")
-        args += ["--end-of-options", *([revision] if revision else []), "--"]
-        if path:
-            args.append(git.rel(top, path))
-        return GitLog(repo=shown(top), commits=_commits(await git.run(top, ov, args)))
 
-    async def git_diff(
-        repo: RepoArg = ".",
-        staged: Annotated[bool, Field(description="Staged changes (index vs HEAD) instead of unstaged.")] = False,
-        base: Annotated[str | None, Field(description="Compare from this revision (with target: between two).")] = None,
-        target: Annotated[str | None, Field(description="Compare to this revision (needs base).")] = None,
-        path: Annotated[str | None, Field(description="Limit to this file or folder.")] = None,
-        context_lines: Annotated[int, Field(ge=0, le=100)] = 3,
-    ) -> GitDiff:
-        """Diff of the working tree (default), the staged changes, or between revisions."""
-        refuse_options(repo=repo, path=path)
-        check_revision("base", base)
-        check_revision("target", target)
-        if target and not base:
-            raise ToolError("target needs base: pass base (and target) to compare two revisions")
-        if staged and target:
-            raise ToolError("staged compares the index with a revision; do not combine it with target")
-        top, ov = await git.repo(repo)
-        await git.require_commits(top, ov, base=base, target=target)
-        revs = [r for r in (base, target) if r]
-        what = ["--cached"] if staged else []
-        description = (
-            f"{base}..{target}" if target else
-            f"staged changes vs {base or 'HEAD'}" if staged else
-            f"working tree vs {base}" if base else "unstaged changes (working tree vs index)"
-        )  # fmt: skip
-        tail = ["--end-of-options", *revs, "--", *([git.rel(top, path)] if path else [])]
-        common = ["diff", *DIFF_OPTIONS, "--ignore-submodules=dirty", *what]
-        stats = await git.numstat(top, ov, [*common, "--numstat", "-z", *tail])
-        patch = await git.patch(top, ov, [*common, f"--unified={context_lines}", *tail])
-        diff, cut = _cut(patch.text, config.max_output_bytes)
-        return GitDiff(
-            repo=shown(top), description=description, files=stats, diff=diff, truncated=cut,
-            withheld=patch.withheld, notice=patch.notice(),
-        )  # fmt: skip
+async def git_status(ctx: PluginContext, repo: RepoArg = ".") -> GitStatus:
+    """Branch, upstream, and changed, staged and untracked files (git status)."""
+    git = git_of(ctx)
+    refuse_options(repo=repo)
+    known = await git.locate(repo)
+    top = known.top
+    answer = await git.status(known)
+    entries = [
+        StatusEntry(path=e.path, index=e.index, worktree=e.worktree, original_path=e.original_path)
+        for e in answer.entries
+    ]
+    shown_entries = [
+        e for e in entries if not any(git.denial(top, p) for p in (e.path, e.original_path) if p is not None)
+    ]
+    return GitStatus(
+        repo=shown(ctx.paths, top), branch=answer.branch, upstream=answer.upstream, ahead=answer.ahead,
+        behind=answer.behind, entries=shown_entries, clean=not entries, hidden=len(entries) - len(shown_entries),
+    )  # fmt: skip
 
-    async def git_show(
-        revision: RevArg = "HEAD",
-        repo: RepoArg = ".",
-        path: Annotated[str | None, Field(description="Limit the diff to this file or folder.")] = None,
-    ) -> GitShow:
-        """A commit: author, date, message, changed files and its diff."""
-        refuse_options(repo=repo, path=path)
-        check_revision("revision", revision)
-        top, ov = await git.repo(repo)
-        await git.require_commits(top, ov, revision=revision)
-        tail = ["--end-of-options", revision, "--", *([git.rel(top, path)] if path else [])]
-        meta = await git.run(top, ov, ["show", "--no-patch", f"--format={LOG_FORMAT}%B", *tail])
-        head, _, body = meta.partition("\x1e")
-        commits = _commits(head + "\x1e")
-        if not commits:
-            raise ToolError(f"'{revision}' is not a commit")
-        common = ["show", "--format=", *DIFF_OPTIONS]
-        stats = await git.numstat(top, ov, [*common, "--numstat", "-z", *tail])
-        patch = await git.patch(top, ov, [*common, "--patch", *tail])
-        diff, cut = _cut(patch.text, config.max_output_bytes)
-        body = body.strip("\n")
-        body = body.split("\n", 1)[1].strip("\n") if "\n" in body else ""  # drop the subject line
-        return GitShow(
-            repo=shown(top), commit=commits[0], body=body, files=stats, diff=diff, truncated=cut,
-            withheld=patch.withheld, notice=patch.notice(),
-        )  # fmt: skip
 
-    async def git_blame(
-        path: Annotated[str, Field(description="The file to blame.")],
-        repo: RepoArg = ".",
-        revision: Annotated[str | None, Field(description="Blame as of this revision (default: working tree).")] = None,
-        start_line: Annotated[int | None, Field(ge=1)] = None,
-        end_line: Annotated[int | None, Field(ge=1)] = None,
-    ) -> GitBlame:
-        """Who last changed each line of a file, and in which commit."""
-        refuse_options(repo=repo, path=path)
-        check_revision("revision", revision)
-        if start_line and end_line and end_line < start_line:
-            raise ToolError("end_line must not be before start_line")
-        top, ov = await git.repo(repo)
-        spec = git.rel(top, path)
-        args = ["blame", "--porcelain", "--no-textconv"]
-        if start_line or end_line:
-            args.append(f"-L{start_line or 1},{end_line or ''}")
-        # blame's parser mishandles --end-of-options (git 2.39); check_revision already refused "-..." values.
-        args += [*([revision] if revision else []), "--", spec.removeprefix(":(literal)")]
-        out = await git.run(top, ov, args)
-        lines: list[BlameLine] = []
-        commits: dict[str, dict[str, str]] = {}
-        current: dict[str, str] = {}
-        sha, number = "", 0
-        for row in out.split("\n"):
-            if row.startswith("\t"):
-                info = commits.setdefault(sha, current)
-                lines.append(
-                    BlameLine(
-                        line=number,
-                        commit=sha,
-                        author=info.get("author", ""),
-                        date=info.get("date", ""),
-                        text=row[1:],
-                    )
+async def git_log(
+    ctx: PluginContext,
+    repo: RepoArg = ".",
+    path: Annotated[str | None, Field(description="Only commits touching this file or folder.")] = None,
+    author: Annotated[str | None, Field(description="Only commits whose author matches this text.")] = None,
+    since: Annotated[
+        str | None, Field(description="Only commits after this date, e.g. '2024-01-31' or '2 weeks ago'.")
+    ] = None,
+    max: Annotated[int, Field(ge=1, le=1000, description="Most commits to return.")] = 20,
+    revision: Annotated[str | None, Field(description="Start from this revision or range (default HEAD).")] = None,
+) -> GitLog:
+    """Commit history, newest first, optionally filtered by path, author and date."""
+    git = git_of(ctx)
+    refuse_options(repo=repo, path=path, author=author, since=since)
+    check_revision("revision", revision)
+    top, ov = await git.repo(repo)
+    args = ["log", f"--format={LOG_FORMAT}", f"--max-count={max}", "--no-color"]
+    if author:
+        args.append(f"--author={author}")
+    if since:
+        args.append(f"--since={since}")
+    args += ["--end-of-options", *([revision] if revision else []), "--"]
+    if path:
+        args.append(git.rel(top, path))
+    return GitLog(repo=shown(ctx.paths, top), commits=_commits(await git.run(top, ov, args)))
+
+
+async def git_diff(
+    ctx: PluginContext,
+    repo: RepoArg = ".",
+    staged: Annotated[bool, Field(description="Staged changes (index vs HEAD) instead of unstaged.")] = False,
+    base: Annotated[str | None, Field(description="Compare from this revision (with target: between two).")] = None,
+    target: Annotated[str | None, Field(description="Compare to this revision (needs base).")] = None,
+    path: Annotated[str | None, Field(description="Limit to this file or folder.")] = None,
+    context_lines: Annotated[int, Field(ge=0, le=100)] = 3,
+) -> GitDiff:
+    """Diff of the working tree (default), the staged changes, or between revisions."""
+    git = git_of(ctx)
+    refuse_options(repo=repo, path=path)
+    check_revision("base", base)
+    check_revision("target", target)
+    if target and not base:
+        raise ToolError("target needs base: pass base (and target) to compare two revisions")
+    if staged and target:
+        raise ToolError("staged compares the index with a revision; do not combine it with target")
+    top, ov = await git.repo(repo)
+    await git.require_commits(top, ov, base=base, target=target)
+    revs = [r for r in (base, target) if r]
+    what = ["--cached"] if staged else []
+    description = (
+        f"{base}..{target}" if target else
+        f"staged changes vs {base or 'HEAD'}" if staged else
+        f"working tree vs {base}" if base else "unstaged changes (working tree vs index)"
+    )  # fmt: skip
+    tail = ["--end-of-options", *revs, "--", *([git.rel(top, path)] if path else [])]
+    common = ["diff", *DIFF_OPTIONS, "--ignore-submodules=dirty", *what]
+    stats = await git.numstat(top, ov, [*common, "--numstat", "-z", *tail])
+    patch = await git.patch(top, ov, [*common, f"--unified={context_lines}", *tail])
+    diff, cut = _cut(patch.text, ctx.config.max_output_bytes)
+    return GitDiff(
+        repo=shown(ctx.paths, top), description=description, files=stats, diff=diff, truncated=cut,
+        withheld=patch.withheld, notice=patch.notice(),
+    )  # fmt: skip
+
+
+async def git_show(
+    ctx: PluginContext,
+    revision: RevArg = "HEAD",
+    repo: RepoArg = ".",
+    path: Annotated[str | None, Field(description="Limit the diff to this file or folder.")] = None,
+) -> GitShow:
+    """A commit: author, date, message, changed files and its diff."""
+    git = git_of(ctx)
+    refuse_options(repo=repo, path=path)
+    check_revision("revision", revision)
+    top, ov = await git.repo(repo)
+    await git.require_commits(top, ov, revision=revision)
+    tail = ["--end-of-options", revision, "--", *([git.rel(top, path)] if path else [])]
+    meta = await git.run(top, ov, ["show", "--no-patch", f"--format={LOG_FORMAT}%B", *tail])
+    head, _, body = meta.partition("\x1e")
+    commits = _commits(head + "\x1e")
+    if not commits:
+        raise ToolError(f"'{revision}' is not a commit")
+    common = ["show", "--format=", *DIFF_OPTIONS]
+    stats = await git.numstat(top, ov, [*common, "--numstat", "-z", *tail])
+    patch = await git.patch(top, ov, [*common, "--patch", *tail])
+    diff, cut = _cut(patch.text, ctx.config.max_output_bytes)
+    body = body.strip("\n")
+    body = body.split("\n", 1)[1].strip("\n") if "\n" in body else ""  # drop the subject line
+    return GitShow(
+        repo=shown(ctx.paths, top), commit=commits[0], body=body, files=stats, diff=diff, truncated=cut,
+        withheld=patch.withheld, notice=patch.notice(),
+    )  # fmt: skip
+
+
+async def git_blame(
+    ctx: PluginContext,
+    path: Annotated[str, Field(description="The file to blame.")],
+    repo: RepoArg = ".",
+    revision: Annotated[str | None, Field(description="Blame as of this revision (default: working tree).")] = None,
+    start_line: Annotated[int | None, Field(ge=1)] = None,
+    end_line: Annotated[int | None, Field(ge=1)] = None,
+) -> GitBlame:
+    """Who last changed each line of a file, and in which commit."""
+    git = git_of(ctx)
+    refuse_options(repo=repo, path=path)
+    check_revision("revision", revision)
+    if start_line and end_line and end_line < start_line:
+        raise ToolError("end_line must not be before start_line")
+    top, ov = await git.repo(repo)
+    spec = git.rel(top, path)
+    args = ["blame", "--porcelain", "--no-textconv"]
+    if start_line or end_line:
+        args.append(f"-L{start_line or 1},{end_line or ''}")
+    # blame's parser mishandles --end-of-options (git 2.39); check_revision already refused "-..." values.
+    args += [*([revision] if revision else []), "--", spec.removeprefix(":(literal)")]
+    out = await git.run(top, ov, args)
+    lines: list[BlameLine] = []
+    commits: dict[str, dict[str, str]] = {}
+    current: dict[str, str] = {}
+    sha, number = "", 0
+    for row in out.split("\n"):
+        if row.startswith("\t"):
+            info = commits.setdefault(sha, current)
+            lines.append(
+                BlameLine(
+                    line=number,
+                    commit=sha,
+                    author=info.get("author", ""),
+                    date=info.get("date", ""),
+                    text=row[1:],
                 )
-                if len(lines) >= 5000:
-                    break
-            elif len(row) > 41 and row[40] == " " and all(c in "0123456789abcdef" for c in row[:40]):
-                sha, number = row[:40], int(row.split(" ")[2])
-                current = commits.get(sha, {})
-            elif row.startswith("author "):
-                current["author"] = row[7:]
-            elif row.startswith("author-time "):
-                from datetime import UTC, datetime
-
-                current["date"] = datetime.fromtimestamp(int(row[12:]), UTC).isoformat(timespec="seconds")
-        return GitBlame(repo=shown(top), path=policy.display(top / spec.removeprefix(":(literal)")), lines=lines)
-
-    async def git_branches(
-        repo: RepoArg = ".",
-        include_remote: Annotated[bool, Field(description="Also list remote-tracking branches.")] = False,
-    ) -> GitBranches:
-        """Local (and optionally remote) branches with their last commit and upstream."""
-        refuse_options(repo=repo)
-        top, ov = await git.repo(repo)
-        fmt = "%1f".join(
-            (
-                "%(HEAD)", "%(refname:short)", "%(objectname:short)", "%(upstream:short)",
-                "%(upstream:track,nobracket)", "%(committerdate:iso-strict)", "%(contents:subject)",
             )
-        )  # fmt: skip
-        refs = ["refs/heads", *(["refs/remotes"] if include_remote else [])]
-        out = await git.run(top, ov, ["for-each-ref", f"--format={fmt}", *refs])
-        branches = []
-        for line in out.splitlines():
-            f = line.split("\x1f")
-            if len(f) == 7:
-                branches.append(
-                    Branch(
-                        current=f[0] == "*",
-                        name=f[1],
-                        commit=f[2],
-                        upstream=f[3] or None,
-                        track=f[4] or None,
-                        date=f[5],
-                        subject=f[6],
-                    )
-                )
-        return GitBranches(repo=shown(top), branches=branches)
+            if len(lines) >= 5000:
+                break
+        elif len(row) > 41 and row[40] == " " and all(c in "0123456789abcdef" for c in row[:40]):
+            sha, number = row[:40], int(row.split(" ")[2])
+            current = commits.get(sha, {})
+        elif row.startswith("author "):
+            current["author"] = row[7:]
+        elif row.startswith("author-time "):
+            from datetime import UTC, datetime
 
-    for fn, title in (
-        (git_status, "Git status"),
-        (git_log, "Git log"),
-        (git_diff, "Git diff"),
-        (git_show, "Git show"),
-        (git_blame, "Git blame"),
-        (git_branches, "Git branches"),
-    ):
-        register(tool(fn), category="vcs", title=title, read_only=True, idempotent=True)
+            current["date"] = datetime.fromtimestamp(int(row[12:]), UTC).isoformat(timespec="seconds")
+    return GitBlame(
+        repo=shown(ctx.paths, top), path=ctx.paths.display(top / spec.removeprefix(":(literal)")), lines=lines
+    )
+
+
+async def git_branches(
+    ctx: PluginContext,
+    repo: RepoArg = ".",
+    include_remote: Annotated[bool, Field(description="Also list remote-tracking branches.")] = False,
+) -> GitBranches:
+    """Local (and optionally remote) branches with their last commit and upstream."""
+    git = git_of(ctx)
+    refuse_options(repo=repo)
+    top, ov = await git.repo(repo)
+    fmt = "%1f".join(
+        (
+            "%(HEAD)", "%(refname:short)", "%(objectname:short)", "%(upstream:short)",
+            "%(upstream:track,nobracket)", "%(committerdate:iso-strict)", "%(contents:subject)",
+        )
+    )  # fmt: skip
+    refs = ["refs/heads", *(["refs/remotes"] if include_remote else [])]
+    out = await git.run(top, ov, ["for-each-ref", f"--format={fmt}", *refs])
+    branches = []
+    for line in out.splitlines():
+        f = line.split("\x1f")
+        if len(f) == 7:
+            branches.append(
+                Branch(
+                    current=f[0] == "*",
+                    name=f[1],
+                    commit=f[2],
+                    upstream=f[3] or None,
+                    track=f[4] or None,
+                    date=f[5],
+                    subject=f[6],
+                )
+            )
+    return GitBranches(repo=shown(ctx.paths, top), branches=branches)
+
+
+TOOLS = (
+    (git_status, "Git status"),
+    (git_log, "Git log"),
+    (git_diff, "Git diff"),
+    (git_show, "Git show"),
+    (git_blame, "Git blame"),
+    (git_branches, "Git branches"),
+)
+
+
+def register(register: ToolRegistrar, ctx: PluginContext) -> None:
+    ctx.state[GIT] = Git(ctx)
+    for fn, title in TOOLS:
+        register(tool(fn, ctx), category="vcs", title=title, read_only=True, idempotent=True)

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from nexus_core import Blocking, OpenedFile, PermissionDenied, PluginContext, ToolError, on_loop
+from nexus_core import Blocking, OpenedFile, PermissionDenied, PluginContext, ToolError, ToolRegistrar, on_loop
 
 from .config import FilesConfig
 from .fs import (
@@ -33,6 +33,7 @@ from .walk import walk
 
 ON_LOOP_BYTES = 256 << 10  # larger files are read in a worker thread: their read and decode would hold the loop
 PREFIX_BLOCK = 1024  # line-number prefixes are made and kept this many at a time
+LINE_INDEXES = "files.line_indexes"  # the key of read_file's IndexCache in ctx.state
 
 PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
 DirArg = Annotated[str, Field(description="A folder inside the roots; relative to the first one.")]
@@ -232,205 +233,222 @@ def read_lines(
     return index.lines(offset, limit, lambda at, size: data[at : at + size]), index.total
 
 
-def register(register, ctx: PluginContext) -> None:
+def read_file(
+    ctx: PluginContext,
+    path: PathArg,
+    offset: Annotated[int, Field(ge=0, description="Lines to skip: 0 starts at line 1 (0-indexed).")] = 0,
+    limit: Annotated[int, Field(ge=0, le=100_000, description="Most lines to return; 0 means no line limit.")] = 2000,
+) -> FileContent:
+    """Read a text file as lines numbered from 1, skipping `offset` lines, at most `limit` of them.
+
+    When more follows (or max_output_bytes cuts), `next_offset` is the offset that reads on.
+    """
     config: FilesConfig = ctx.config
     policy = ctx.paths
-    indexes = IndexCache()
+    indexes: IndexCache = ctx.state[LINE_INDEXES]
+    with open_file(policy, path) as opened:
+        shown = policy.display(opened.path)
+        window, total = read_lines(opened, shown, offset, limit, config.max_file_size, indexes)
+    if offset and offset >= total:
+        raise ToolError(
+            f"offset {offset} is past the end of '{shown}', which has {total} lines "
+            f"(offset counts the lines to skip: 0 to {max(total - 1, 0)})"
+        )
+    text, shown_count, cut = number_lines(window, offset + 1, config.max_output_bytes)
+    end = offset + shown_count  # the last line shown, 1-based; also the offset that reads on
+    more = end < total
+    note = None
+    if cut:
+        note = f"output cut at {config.max_output_bytes} bytes after line {end}; read on with offset={end}"
+    elif more:
+        note = f"showing lines {offset + 1}-{end} of {total}; read on with offset={end}"
+    return FileContent(
+        path=shown,
+        content=text,
+        start_line=offset + 1,
+        end_line=end,
+        total_lines=total,
+        truncated=more or cut,
+        next_offset=end if more else None,
+        note=note,
+    )
 
-    def read_file(
-        path: PathArg,
-        offset: Annotated[int, Field(ge=0, description="Lines to skip: 0 starts at line 1 (0-indexed).")] = 0,
-        limit: Annotated[
-            int, Field(ge=0, le=100_000, description="Most lines to return; 0 means no line limit.")
-        ] = 2000,
-    ) -> FileContent:
-        """Read a text file as lines numbered from 1, skipping `offset` lines, at most `limit` of them.
 
-        When more follows (or max_output_bytes cuts), `next_offset` is the offset that reads on.
-        """
-        with open_file(policy, path) as opened:
-            shown = policy.display(opened.path)
-            window, total = read_lines(opened, shown, offset, limit, config.max_file_size, indexes)
-        if offset and offset >= total:
-            raise ToolError(
-                f"offset {offset} is past the end of '{shown}', which has {total} lines "
-                f"(offset counts the lines to skip: 0 to {max(total - 1, 0)})"
+def read_many_files(
+    ctx: PluginContext,
+    paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files to read.")],
+) -> ManyFiles:
+    """Read several text files at once; a file that cannot be read gets an error entry, not a failed call."""
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+    budget = config.max_output_bytes
+    out: list[ManyFile] = []
+    any_cut = False
+    for given in paths:
+        try:
+            text, shown = read_text(policy, given, config.max_file_size)
+        except (ToolError, OSError) as exc:
+            out.append(ManyFile(path=given, error=str(exc) if isinstance(exc, ToolError) else exc.strerror))
+            continue
+        data = text.encode("utf-8")
+        cut = len(data) > budget
+        content = data[:budget].decode("utf-8", errors="ignore") if cut else text
+        budget = max(0, budget - len(data))
+        any_cut |= cut
+        out.append(ManyFile(path=shown, content=content, lines=len(text.splitlines()), truncated=cut))
+    return ManyFiles(files=out, truncated=any_cut)
+
+
+def tail(
+    ctx: PluginContext,
+    path: PathArg,
+    lines: Annotated[int, Field(ge=1, le=10_000, description="How many lines from the end.")] = 20,
+) -> FileContent:
+    """The last `lines` lines of a text file, numbered."""
+    config: FilesConfig = ctx.config
+    text, shown = read_text(ctx.paths, path, config.max_file_size)
+    all_lines = text.splitlines()
+    total = len(all_lines)
+    window = all_lines[max(0, total - lines) :]
+    # Cut from the front, so the end of the file is always shown.
+    used, keep = 0, 0
+    for line in reversed(window):
+        used += len(line.encode("utf-8")) + 8
+        if used > config.max_output_bytes:
+            break
+        keep += 1
+    cut = keep < len(window)
+    skipped = total - len(window)  # lines before the window: the read_file offset of its first line
+    window = window[len(window) - keep :] if keep else window[-1:]
+    first = total - len(window) + 1
+    text, _, _ = number_lines(window, first, config.max_output_bytes)
+    note = None
+    if cut and first - 1 > skipped:
+        note = (
+            f"output cut at {config.max_output_bytes} bytes; lines {skipped + 1}-{first - 1} omitted: "
+            f"read them with read_file offset={skipped} limit={first - 1 - skipped}"
+        )
+    elif cut:
+        note = f"output cut at {config.max_output_bytes} bytes inside line {first}"
+    return FileContent(
+        path=shown,
+        content=text,
+        start_line=first,
+        end_line=total,
+        total_lines=total,
+        truncated=cut,
+        next_offset=None,
+        note=note,
+    )
+
+
+def file_info(ctx: PluginContext, path: PathArg) -> FileInfo:
+    """Size, type, modification time, permissions, and for text files the line count."""
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+    link_target = _link_target(policy, path)
+    with open_file(policy, path, folders=True) as opened:
+        real, st = opened.path, opened.stat
+        kind = "directory" if opened.is_dir else "file"
+        is_text = line_count = None
+        if kind == "file":
+            head = opened.read(SNIFF_BYTES)
+            is_text = not looks_binary(head)
+            if is_text and st.st_size <= config.max_file_size:
+                line_count, last = _count_lines(head, opened)
+                if last not in (b"", b"\n"):
+                    line_count += 1
+    shown = policy.display(real)
+    return FileInfo(
+        path=shown,
+        type="symlink" if link_target else kind,
+        size=st.st_size,
+        modified=datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds"),
+        permissions=stat.filemode(st.st_mode),
+        mode=f"{stat.S_IMODE(st.st_mode):04o}",
+        is_text=is_text,
+        line_count=line_count,
+        mime_type=mimetypes.guess_type(real.name)[0] if kind == "file" else None,
+        symlink_target=link_target,
+    )
+
+
+def list_directory(
+    ctx: PluginContext,
+    path: DirArg = ".",
+    depth: Annotated[int, Field(ge=1, le=10, description="1 lists the folder itself; more descends.")] = 1,
+    include_ignored: Annotated[bool, Field(description="Also list what .gitignore excludes.")] = False,
+    max_entries: Annotated[int, Field(ge=1, le=10_000)] = 1000,
+) -> DirectoryListing:
+    """List a folder (optionally `depth` levels deep) with sizes; .gitignore-aware."""
+    policy = ctx.paths
+    real = _folder(policy, path)
+    entries: list[DirEntry] = []
+    truncated = False
+    for e in walk(real, policy, max_depth=depth, include_ignored=include_ignored):
+        if len(entries) >= max_entries:
+            truncated = True
+            break
+        entries.append(
+            DirEntry(
+                path=policy.display(Path(e.path)),
+                name=e.rel.rsplit("/", 1)[-1],
+                type=_kind(e.is_dir, e.is_symlink),
+                size=_size(e.path) if not e.is_dir and not e.is_symlink else None,
+                depth=e.depth,
             )
-        text, shown_count, cut = number_lines(window, offset + 1, config.max_output_bytes)
-        end = offset + shown_count  # the last line shown, 1-based; also the offset that reads on
-        more = end < total
-        note = None
-        if cut:
-            note = f"output cut at {config.max_output_bytes} bytes after line {end}; read on with offset={end}"
-        elif more:
-            note = f"showing lines {offset + 1}-{end} of {total}; read on with offset={end}"
-        return FileContent(
-            path=shown,
-            content=text,
-            start_line=offset + 1,
-            end_line=end,
-            total_lines=total,
-            truncated=more or cut,
-            next_offset=end if more else None,
-            note=note,
         )
+    return DirectoryListing(path=policy.display(real) or ".", entries=entries, truncated=truncated)
 
-    def read_many_files(
-        paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files to read.")],
-    ) -> ManyFiles:
-        """Read several text files at once; a file that cannot be read gets an error entry, not a failed call."""
-        budget = config.max_output_bytes
-        out: list[ManyFile] = []
-        any_cut = False
-        for given in paths:
-            try:
-                text, shown = read_text(policy, given, config.max_file_size)
-            except (ToolError, OSError) as exc:
-                out.append(ManyFile(path=given, error=str(exc) if isinstance(exc, ToolError) else exc.strerror))
-                continue
-            data = text.encode("utf-8")
-            cut = len(data) > budget
-            content = data[:budget].decode("utf-8", errors="ignore") if cut else text
-            budget = max(0, budget - len(data))
-            any_cut |= cut
-            out.append(ManyFile(path=shown, content=content, lines=len(text.splitlines()), truncated=cut))
-        return ManyFiles(files=out, truncated=any_cut)
 
-    def tail(
-        path: PathArg,
-        lines: Annotated[int, Field(ge=1, le=10_000, description="How many lines from the end.")] = 20,
-    ) -> FileContent:
-        """The last `lines` lines of a text file, numbered."""
-        text, shown = read_text(policy, path, config.max_file_size)
-        all_lines = text.splitlines()
-        total = len(all_lines)
-        window = all_lines[max(0, total - lines) :]
-        # Cut from the front, so the end of the file is always shown.
-        used, keep = 0, 0
-        for line in reversed(window):
-            used += len(line.encode("utf-8")) + 8
-            if used > config.max_output_bytes:
-                break
-            keep += 1
-        cut = keep < len(window)
-        skipped = total - len(window)  # lines before the window: the read_file offset of its first line
-        window = window[len(window) - keep :] if keep else window[-1:]
-        first = total - len(window) + 1
-        text, _, _ = number_lines(window, first, config.max_output_bytes)
-        note = None
-        if cut and first - 1 > skipped:
-            note = (
-                f"output cut at {config.max_output_bytes} bytes; lines {skipped + 1}-{first - 1} omitted: "
-                f"read them with read_file offset={skipped} limit={first - 1 - skipped}"
-            )
-        elif cut:
-            note = f"output cut at {config.max_output_bytes} bytes inside line {first}"
-        return FileContent(
-            path=shown,
-            content=text,
-            start_line=first,
-            end_line=total,
-            total_lines=total,
-            truncated=cut,
-            next_offset=None,
-            note=note,
-        )
+def directory_tree(
+    ctx: PluginContext,
+    path: DirArg = ".",
+    depth: Annotated[int, Field(ge=1, le=20, description="How many levels to show.")] = 3,
+    include_ignored: Annotated[bool, Field(description="Also show what .gitignore excludes.")] = False,
+    max_entries: Annotated[int, Field(ge=1, le=20_000)] = 2000,
+) -> DirectoryTree:
+    """A `tree`-like view of a folder, .gitignore-aware, as text and as nested nodes."""
+    policy = ctx.paths
+    real = _folder(policy, path)
+    top = TreeNode(name=real.name or str(real), type="directory", children=[])
+    stack = [top]  # stack[d] is the open folder at depth d
+    dirs = files = 0
+    truncated = False
+    for e in walk(real, policy, max_depth=depth, include_ignored=include_ignored):
+        if dirs + files >= max_entries:
+            truncated = True
+            break
+        node = TreeNode(name=e.rel.rsplit("/", 1)[-1], type=_kind(e.is_dir, e.is_symlink))
+        del stack[e.depth :]
+        assert stack[-1].children is not None
+        stack[-1].children.append(node)
+        if e.is_dir:
+            dirs += 1
+            node.children = []
+            stack.append(node)
+        else:
+            files += 1
+            node.size = None if e.is_symlink else _size(e.path)
+    return DirectoryTree(path=policy.display(real) or ".", tree=top, directories=dirs, files=files, truncated=truncated)
 
-    def file_info(path: PathArg) -> FileInfo:
-        """Size, type, modification time, permissions, and for text files the line count."""
-        link_target = _link_target(policy, path)
-        with open_file(policy, path, folders=True) as opened:
-            real, st = opened.path, opened.stat
-            kind = "directory" if opened.is_dir else "file"
-            is_text = line_count = None
-            if kind == "file":
-                head = opened.read(SNIFF_BYTES)
-                is_text = not looks_binary(head)
-                if is_text and st.st_size <= config.max_file_size:
-                    line_count, last = _count_lines(head, opened)
-                    if last not in (b"", b"\n"):
-                        line_count += 1
-        shown = policy.display(real)
-        return FileInfo(
-            path=shown,
-            type="symlink" if link_target else kind,
-            size=st.st_size,
-            modified=datetime.fromtimestamp(st.st_mtime, UTC).isoformat(timespec="seconds"),
-            permissions=stat.filemode(st.st_mode),
-            mode=f"{stat.S_IMODE(st.st_mode):04o}",
-            is_text=is_text,
-            line_count=line_count,
-            mime_type=mimetypes.guess_type(real.name)[0] if kind == "file" else None,
-            symlink_target=link_target,
-        )
 
-    def list_directory(
-        path: DirArg = ".",
-        depth: Annotated[int, Field(ge=1, le=10, description="1 lists the folder itself; more descends.")] = 1,
-        include_ignored: Annotated[bool, Field(description="Also list what .gitignore excludes.")] = False,
-        max_entries: Annotated[int, Field(ge=1, le=10_000)] = 1000,
-    ) -> DirectoryListing:
-        """List a folder (optionally `depth` levels deep) with sizes; .gitignore-aware."""
-        real = _folder(policy, path)
-        entries: list[DirEntry] = []
-        truncated = False
-        for e in walk(real, policy, max_depth=depth, include_ignored=include_ignored):
-            if len(entries) >= max_entries:
-                truncated = True
-                break
-            entries.append(
-                DirEntry(
-                    path=policy.display(Path(e.path)),
-                    name=e.rel.rsplit("/", 1)[-1],
-                    type=_kind(e.is_dir, e.is_symlink),
-                    size=_size(e.path) if not e.is_dir and not e.is_symlink else None,
-                    depth=e.depth,
-                )
-            )
-        return DirectoryListing(path=policy.display(real) or ".", entries=entries, truncated=truncated)
+TOOLS = (
+    (read_file, "Read a file"),
+    (read_many_files, "Read many files"),
+    (tail, "Last lines of a file"),
+    (file_info, "File information"),
+    (list_directory, "List a folder"),
+    (directory_tree, "Folder tree"),
+)
 
-    def directory_tree(
-        path: DirArg = ".",
-        depth: Annotated[int, Field(ge=1, le=20, description="How many levels to show.")] = 3,
-        include_ignored: Annotated[bool, Field(description="Also show what .gitignore excludes.")] = False,
-        max_entries: Annotated[int, Field(ge=1, le=20_000)] = 2000,
-    ) -> DirectoryTree:
-        """A `tree`-like view of a folder, .gitignore-aware, as text and as nested nodes."""
-        real = _folder(policy, path)
-        top = TreeNode(name=real.name or str(real), type="directory", children=[])
-        stack = [top]  # stack[d] is the open folder at depth d
-        dirs = files = 0
-        truncated = False
-        for e in walk(real, policy, max_depth=depth, include_ignored=include_ignored):
-            if dirs + files >= max_entries:
-                truncated = True
-                break
-            node = TreeNode(name=e.rel.rsplit("/", 1)[-1], type=_kind(e.is_dir, e.is_symlink))
-            del stack[e.depth :]
-            assert stack[-1].children is not None
-            stack[-1].children.append(node)
-            if e.is_dir:
-                dirs += 1
-                node.children = []
-                stack.append(node)
-            else:
-                files += 1
-                node.size = None if e.is_symlink else _size(e.path)
-        return DirectoryTree(
-            path=policy.display(real) or ".", tree=top, directories=dirs, files=files, truncated=truncated
-        )
 
-    for fn, title in (
-        (read_file, "Read a file"),
-        (read_many_files, "Read many files"),
-        (tail, "Last lines of a file"),
-        (file_info, "File information"),
-        (list_directory, "List a folder"),
-        (directory_tree, "Folder tree"),
-    ):
+def register(register: ToolRegistrar, ctx: PluginContext) -> None:
+    ctx.state[LINE_INDEXES] = IndexCache()  # what read_file learnt of the files it read, for this server
+    for fn, title in TOOLS:
         # read_file checks each step that may block (open_file, read_lines): it runs on the event loop when
         # the file is small and on a local file system (nexus_core/fs/nonblocking.py), without the thread hand-over.
-        wrapped = tool(fn, on_loop=fn is read_file)
+        wrapped = tool(fn, ctx, on_loop=fn is read_file)
         register(wrapped, category="read", title=title, read_only=True, idempotent=True)
 
 

@@ -11,7 +11,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from nexus_core import ToolError, run_nonblocking
+from nexus_core import PluginContext, ToolError, run_nonblocking
 
 
 class ToolOutput(BaseModel):
@@ -21,26 +21,28 @@ class ToolOutput(BaseModel):
         return self.model_dump_json(indent=2)
 
 
-def tool(fn: Callable[..., Any], *, on_loop: bool = False) -> Callable[..., Any]:
-    """Wrap a tool body so its result carries both structured content and ``render()`` text.
+def tool(fn: Callable[..., Any], ctx: PluginContext, *, on_loop: bool = False) -> Callable[..., Any]:
+    """Bind a module-level tool body ``fn(ctx, ...)`` to ``ctx``; its result carries structured content and text.
 
-    The SDK reads the signature through ``__wrapped__``, so the input and output
-    schemas still come from ``fn``. Sync bodies run in a worker thread so the
-    event loop is never blocked; with ``on_loop``, a body that checks every step
-    that may block (``nexus_core.on_loop``) runs on the loop and moves to the
-    thread when one might. ``OSError`` becomes a readable tool error.
+    The SDK builds the schemas from the wrapper's ``__signature__``: ``fn``'s own
+    without ``ctx``, so clients see only the tool's arguments. Sync bodies run in
+    a worker thread so the event loop is never blocked; with ``on_loop``, a body
+    that checks every step that may block (``nexus_core.on_loop``) runs on the
+    loop and moves to the thread when one might. ``OSError`` becomes a readable
+    tool error.
     """
+    body = functools.partial(fn, ctx)
     is_async = inspect.iscoroutinefunction(fn)
 
     @functools.wraps(fn)
     async def wrapper(**kwargs: Any) -> Any:
         try:
             if is_async:
-                result = await fn(**kwargs)
+                result = await body(**kwargs)
             elif on_loop:
-                result = await run_nonblocking(functools.partial(fn, **kwargs))
+                result = await run_nonblocking(functools.partial(body, **kwargs))
             else:
-                result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+                result = await anyio.to_thread.run_sync(functools.partial(body, **kwargs))
         except OSError as exc:
             raise ToolError(os_error_text(exc)) from None
         return CallToolResult(
@@ -48,6 +50,7 @@ def tool(fn: Callable[..., Any], *, on_loop: bool = False) -> Callable[..., Any]
             structured_content=result.model_dump(mode="json"),
         )
 
+    wrapper.__signature__ = inspect.signature(body, eval_str=True)  # type: ignore[attr-defined]
     return wrapper
 
 

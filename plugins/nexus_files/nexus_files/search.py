@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import pathspec
 from pydantic import BaseModel, Field
 
-from nexus_core import PluginContext, ToolError
+from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar
 
 from .config import FilesConfig
 from .fs import SNIFF_BYTES, TooLarge, human_size, looks_binary, open_file, read_data
@@ -118,159 +118,168 @@ def _offset(cursor: str | None, key: str) -> int:
     return offset
 
 
-def register(register, ctx: PluginContext) -> None:
+def folder(policy: PathPolicy, path: str) -> Path:
+    real = policy.resolve(path)
+    if not real.is_dir():
+        raise ToolError(f"'{path}' is not a folder" if real.exists() else f"'{path}' does not exist")
+    return real
+
+
+def glob(
+    ctx: PluginContext,
+    pattern: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="gitignore-style glob: '*.py' matches at any depth, 'src/**/*.ts' under src, "
+            "'/*.md' only at the top of `path`.",
+        ),
+    ],
+    path: Annotated[str, Field(description="Folder to search under.")] = ".",
+    include_ignored: Annotated[bool, Field(description="Also match files .gitignore excludes.")] = False,
+    limit: Annotated[int, Field(ge=1, le=10_000, description="Files per page.")] = 500,
+    cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
+) -> GlobResult:
+    """Find files by glob pattern, sorted, .gitignore-aware, a page at a time."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
-
-    def folder(path: str) -> Path:
-        real = policy.resolve(path)
-        if not real.is_dir():
-            raise ToolError(f"'{path}' is not a folder" if real.exists() else f"'{path}' does not exist")
-        return real
-
-    def glob(
-        pattern: Annotated[
-            str,
-            Field(
-                min_length=1,
-                description="gitignore-style glob: '*.py' matches at any depth, 'src/**/*.ts' under src, "
-                "'/*.md' only at the top of `path`.",
-            ),
-        ],
-        path: Annotated[str, Field(description="Folder to search under.")] = ".",
-        include_ignored: Annotated[bool, Field(description="Also match files .gitignore excludes.")] = False,
-        limit: Annotated[int, Field(ge=1, le=10_000, description="Files per page.")] = 500,
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
-    ) -> GlobResult:
-        """Find files by glob pattern, sorted, .gitignore-aware, a page at a time."""
-        if pattern.startswith("!"):
-            raise ToolError("a glob cannot start with '!'; pass the files you want, not the ones you don't")
-        start = folder(path)
-        key = hashlib.sha1(f"{pattern}\0{start}\0{include_ignored}".encode()).hexdigest()[:12]
-        offset = _offset(cursor, key)
-        spec = pathspec.GitIgnoreSpec.from_lines([pattern])
-        rg = ripgrep(config.use_ripgrep, config.ripgrep_path)
-        if rg:
-            # No --glob pre-filter: rg's include globs override .gitignore, which glob must honour.
-            rels = rg_list_files(
-                rg, start, DenyFilter(policy), include_ignored=include_ignored, timeout=config.search_timeout
-            )
-        else:
-            rels = [e.rel for e in walk_files(start, policy, include_ignored=include_ignored)]
-        matched = sorted((r for r in rels if spec.match_file(r)), key=sort_key)
-        page = matched[offset : offset + limit]
-        end = offset + len(page)
-        return GlobResult(
-            pattern=pattern,
-            path=policy.display(start) or ".",
-            files=[shown_under(policy, start, r) for r in page],
-            total=len(matched),
-            next_cursor=_cursor(end, key) if end < len(matched) else None,
-            engine="ripgrep" if rg else "python",
+    if pattern.startswith("!"):
+        raise ToolError("a glob cannot start with '!'; pass the files you want, not the ones you don't")
+    start = folder(policy, path)
+    key = hashlib.sha1(f"{pattern}\0{start}\0{include_ignored}".encode()).hexdigest()[:12]
+    offset = _offset(cursor, key)
+    spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+    rg = ripgrep(config.use_ripgrep, config.ripgrep_path)
+    if rg:
+        # No --glob pre-filter: rg's include globs override .gitignore, which glob must honour.
+        rels = rg_list_files(
+            rg, start, DenyFilter(policy), include_ignored=include_ignored, timeout=config.search_timeout
         )
+    else:
+        rels = [e.rel for e in walk_files(start, policy, include_ignored=include_ignored)]
+    matched = sorted((r for r in rels if spec.match_file(r)), key=sort_key)
+    page = matched[offset : offset + limit]
+    end = offset + len(page)
+    return GlobResult(
+        pattern=pattern,
+        path=policy.display(start) or ".",
+        files=[shown_under(policy, start, r) for r in page],
+        total=len(matched),
+        next_cursor=_cursor(end, key) if end < len(matched) else None,
+        engine="ripgrep" if rg else "python",
+    )
 
-    def grep(
-        pattern: Annotated[str, Field(min_length=1, description="A regular expression, or text with literal=true.")],
-        path: Annotated[str, Field(description="Folder or file to search.")] = ".",
-        literal: Annotated[bool, Field(description="Search for the pattern as plain text.")] = False,
-        case: Annotated[
-            Literal["smart", "sensitive", "insensitive"],
-            Field(description="smart: insensitive unless the pattern has an uppercase letter."),
-        ] = "smart",
-        context: Annotated[int, Field(ge=0, le=20, description="Lines of context before and after each match.")] = 0,
-        include: Globs = [],  # noqa: B006 (pydantic copies defaults)
-        exclude: Globs = [],  # noqa: B006
-        max_results: Annotated[int, Field(ge=1, le=5000, description="Stop after this many matching lines.")] = 200,
-        include_ignored: Annotated[bool, Field(description="Also search files .gitignore excludes.")] = False,
-    ) -> GrepResult:
-        """Search file contents; matching lines grouped by file. Skips binary files, big files and .gitignored ones."""
-        start = policy.resolve(path)
-        if not start.exists():
-            raise ToolError(f"'{path}' does not exist")
-        ignore_case = case == "insensitive" or (case == "smart" and smart_ignore_case(pattern, literal))
-        q = Query(
-            pattern, literal, ignore_case, context, include, exclude, max_results, include_ignored,
-            config.max_file_size,
-        )  # fmt: skip
-        rg = None if start.is_file() else ripgrep(config.use_ripgrep, config.ripgrep_path)
-        if rg:
-            hits = rg_grep(rg, start, policy, q, config.search_timeout)
-        else:
-            hits = python_grep(start, policy, q, config.search_timeout)
-        kept, total, truncated = trim(hits, max_results)
-        base = start.parent if start.is_file() else start
-        if rg:
-            confirmed = confirm(kept, base, policy, config.max_file_size)
-            total -= sum(f.matches for f in kept) - sum(f.matches for f in confirmed)
-            kept = confirmed
-        files = [
-            GrepFile(
-                path=shown_under(policy, base, f.rel),
-                matches=f.matches,
-                lines=[GrepLine(line=n, text=t, match=m) for n, t, m in f.lines],
-            )
-            for f in kept
-        ]
-        return GrepResult(
-            pattern=pattern,
-            path=policy.display(start) or ".",
-            files=files,
-            total_matches=total,
-            truncated=truncated,
-            engine="ripgrep" if rg else "python",
+
+def grep(
+    ctx: PluginContext,
+    pattern: Annotated[str, Field(min_length=1, description="A regular expression, or text with literal=true.")],
+    path: Annotated[str, Field(description="Folder or file to search.")] = ".",
+    literal: Annotated[bool, Field(description="Search for the pattern as plain text.")] = False,
+    case: Annotated[
+        Literal["smart", "sensitive", "insensitive"],
+        Field(description="smart: insensitive unless the pattern has an uppercase letter."),
+    ] = "smart",
+    context: Annotated[int, Field(ge=0, le=20, description="Lines of context before and after each match.")] = 0,
+    include: Globs = [],  # noqa: B006 (pydantic copies defaults)
+    exclude: Globs = [],  # noqa: B006
+    max_results: Annotated[int, Field(ge=1, le=5000, description="Stop after this many matching lines.")] = 200,
+    include_ignored: Annotated[bool, Field(description="Also search files .gitignore excludes.")] = False,
+) -> GrepResult:
+    """Search file contents; matching lines grouped by file. Skips binary files, big files and .gitignored ones."""
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+    start = policy.resolve(path)
+    if not start.exists():
+        raise ToolError(f"'{path}' does not exist")
+    ignore_case = case == "insensitive" or (case == "smart" and smart_ignore_case(pattern, literal))
+    q = Query(
+        pattern, literal, ignore_case, context, include, exclude, max_results, include_ignored,
+        config.max_file_size,
+    )  # fmt: skip
+    rg = None if start.is_file() else ripgrep(config.use_ripgrep, config.ripgrep_path)
+    if rg:
+        hits = rg_grep(rg, start, policy, q, config.search_timeout)
+    else:
+        hits = python_grep(start, policy, q, config.search_timeout)
+    kept, total, truncated = trim(hits, max_results)
+    base = start.parent if start.is_file() else start
+    if rg:
+        confirmed = confirm(kept, base, policy, config.max_file_size)
+        total -= sum(f.matches for f in kept) - sum(f.matches for f in confirmed)
+        kept = confirmed
+    files = [
+        GrepFile(
+            path=shown_under(policy, base, f.rel),
+            matches=f.matches,
+            lines=[GrepLine(line=n, text=t, match=m) for n, t, m in f.lines],
         )
+        for f in kept
+    ]
+    return GrepResult(
+        pattern=pattern,
+        path=policy.display(start) or ".",
+        files=files,
+        total_matches=total,
+        truncated=truncated,
+        engine="ripgrep" if rg else "python",
+    )
 
-    def concat_files(
-        paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files and folders.")],
-        include: Annotated[list[str], Field(description="Globs (gitignore syntax) filtering folder contents.")] = [],  # noqa: B006
-        include_ignored: Annotated[bool, Field(description="Also take files .gitignore excludes.")] = False,
-    ) -> Concatenation:
-        """Text files (folders expand) under `==> path <==` headers; binary and oversized ones skipped, total capped."""
-        keep = GlobFilter(include, [])
-        chosen: list[Path] = []
-        for given in paths:
-            real = policy.resolve(given)
-            if real.is_dir():
-                chosen += [
-                    Path(e.path) for e in walk_files(real, policy, include_ignored=include_ignored) if keep(e.rel)
-                ]
-            elif real.is_file():
-                chosen.append(real)
-            else:
-                raise ToolError(f"'{given}' does not exist")
-        budget = config.max_output_bytes
-        parts: list[str] = []
-        files: list[str] = []
-        skipped: list[Skipped] = []
-        truncated = False
-        for real in dict.fromkeys(chosen):  # keep order, drop duplicates
-            shown = policy.display(real)
-            try:
-                with open_file(policy, str(real)) as opened:
-                    data = read_data(opened, shown, config.max_file_size)
-            except TooLarge as exc:
-                skipped.append(Skipped(path=shown, reason=f"{human_size(exc.size)} is above max_file_size"))
-                continue
-            except ToolError as exc:  # changed since it was listed
-                skipped.append(Skipped(path=shown, reason=str(exc)))
-                continue
-            if looks_binary(data[:SNIFF_BYTES]):
-                skipped.append(Skipped(path=shown, reason="binary"))
-                continue
-            block = f"==> {shown} <==\n{data.decode('utf-8', errors='replace')}"
-            if not block.endswith("\n"):
-                block += "\n"
-            encoded = block.encode("utf-8")
-            if len(encoded) > budget:
-                parts.append(encoded[:budget].decode("utf-8", errors="ignore"))
-                files.append(shown)
-                truncated = True
-                break
-            parts.append(block)
+
+def concat_files(
+    ctx: PluginContext,
+    paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files and folders.")],
+    include: Annotated[list[str], Field(description="Globs (gitignore syntax) filtering folder contents.")] = [],  # noqa: B006
+    include_ignored: Annotated[bool, Field(description="Also take files .gitignore excludes.")] = False,
+) -> Concatenation:
+    """Text files (folders expand) under `==> path <==` headers; binary and oversized ones skipped, total capped."""
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+    keep = GlobFilter(include, [])
+    chosen: list[Path] = []
+    for given in paths:
+        real = policy.resolve(given)
+        if real.is_dir():
+            chosen += [Path(e.path) for e in walk_files(real, policy, include_ignored=include_ignored) if keep(e.rel)]
+        elif real.is_file():
+            chosen.append(real)
+        else:
+            raise ToolError(f"'{given}' does not exist")
+    budget = config.max_output_bytes
+    parts: list[str] = []
+    files: list[str] = []
+    skipped: list[Skipped] = []
+    truncated = False
+    for real in dict.fromkeys(chosen):  # keep order, drop duplicates
+        shown = policy.display(real)
+        try:
+            with open_file(policy, str(real)) as opened:
+                data = read_data(opened, shown, config.max_file_size)
+        except TooLarge as exc:
+            skipped.append(Skipped(path=shown, reason=f"{human_size(exc.size)} is above max_file_size"))
+            continue
+        except ToolError as exc:  # changed since it was listed
+            skipped.append(Skipped(path=shown, reason=str(exc)))
+            continue
+        if looks_binary(data[:SNIFF_BYTES]):
+            skipped.append(Skipped(path=shown, reason="binary"))
+            continue
+        block = f"==> {shown} <==\n{data.decode('utf-8', errors='replace')}"
+        if not block.endswith("\n"):
+            block += "\n"
+        encoded = block.encode("utf-8")
+        if len(encoded) > budget:
+            parts.append(encoded[:budget].decode("utf-8", errors="ignore"))
             files.append(shown)
-            budget -= len(encoded)
-        return Concatenation(text="\n".join(parts), files=files, skipped=skipped, truncated=truncated)
+            truncated = True
+            break
+        parts.append(block)
+        files.append(shown)
+        budget -= len(encoded)
+    return Concatenation(text="\n".join(parts), files=files, skipped=skipped, truncated=truncated)
 
-    register(tool(glob), category="search", title="Find files by glob", read_only=True, idempotent=True)
-    register(tool(grep), category="search", title="Search file contents", read_only=True, idempotent=True)
-    register(tool(concat_files), category="search", title="Concatenate files", read_only=True, idempotent=True)
+
+def register(register: ToolRegistrar, ctx: PluginContext) -> None:
+    hints = {"category": "search", "read_only": True, "idempotent": True}
+    register(tool(glob, ctx), title="Find files by glob", **hints)
+    register(tool(grep, ctx), title="Search file contents", **hints)
+    register(tool(concat_files, ctx), title="Concatenate files", **hints)

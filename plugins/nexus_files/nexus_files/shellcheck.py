@@ -113,96 +113,109 @@ def tokenize(command: str, *, fish: bool = False) -> list[Word | Operator]:
     tokens: list[Word | Operator] = []
     word: Word | None = None
     i, n = 0, len(command)
-
-    def finish() -> None:
-        nonlocal word
-        if word is not None:
-            _check_word(word)
-            tokens.append(word)
-            word = None
-
     while i < n:
         c = command[i]
         if c in " \t":
-            finish()
+            _finish(tokens, word)
+            word = None
             i += 1
-            continue
-        if c in OPERATOR_CHARS:
-            j = i
-            while j < n and command[j] in OPERATOR_CHARS:
-                j += 1
-            op = command[i:j]
-            fd = None
-            if op[0] in "<>" and word is not None and word.raw.isdigit():
-                if len(word.raw) > 1:  # dash reads 12>x as the argument 12, bash as descriptor 12
-                    raise refuse(f"'{word.raw}{op}': only single-digit file descriptors are supported")
-                fd, word = word.raw, None  # 2>file: the digit names a file descriptor
-            finish()
-            if op in DUPLICATIONS:
-                k = j
-                while k < n and command[k].isdigit():
-                    k += 1
-                if k == j and command[j : j + 1] == "-":
-                    k = j + 1
-                if k == j or (k < n and command[k] not in " \t;&|"):
-                    raise refuse(f"'{op}' must be followed by a file descriptor number (as in 2>&1)")
-                tokens.append(Operator(op, fd, command[j:k]))
-                i = k
-                continue
-            if op not in SEPARATORS | REDIRECTS:
-                raise refuse(
-                    f"the operator {op!r} is not supported; use only |, ||, &&, ;, &, >, >>, <, 2> and 2>&1, "
-                    "separated by spaces when in doubt"
-                )
-            tokens.append(Operator(op, fd))
-            i = j
-            continue
-        if word is None:
-            word = Word()
-        start = i
-        if c == "'":
-            end = command.find("'", i + 1)
-            if end < 0:
-                raise refuse("unterminated single quote")
-            text = command[i + 1 : end]
-            if fish and "\\" in text:
-                raise refuse("backslashes inside single quotes are read differently by fish; avoid them")
-            word.add(text, plain=False)
-            i = end + 1
-        elif c == '"':
-            i += 1
-            while True:
-                if i >= n:
-                    raise refuse("unterminated double quote")
-                d = command[i]
-                if d == '"':
-                    i += 1
-                    break
-                if d == "\\" and i + 1 < n and command[i + 1] in '"\\$`':
-                    word.add(command[i + 1], plain=False)
-                    i += 2
-                    continue
-                if d in "$`":
-                    raise refuse(REFUSED_CHARS[d])
-                word.add(d, plain=False)
-                i += 1
-        elif c == "\\":
-            if fish:
-                raise refuse("backslash escapes are read differently by fish; quote the text instead")
-            if i + 1 >= n:
-                raise refuse("the command ends with a backslash")
+        elif c in OPERATOR_CHARS:
+            i = _operator(command, i, word, tokens)
+            word = None
+        else:
+            if word is None:
+                word = Word()
+            start = i
+            i = _word_part(command, i, word, fish=fish)
+            word.raw += command[start:i]
+    _finish(tokens, word)
+    return tokens
+
+
+def _finish(tokens: list[Word | Operator], word: Word | None) -> None:
+    if word is not None:
+        _check_word(word)
+        tokens.append(word)
+
+
+def _operator(command: str, i: int, word: Word | None, tokens: list[Word | Operator]) -> int:
+    """Append the operator at ``i`` (and the word before it) to ``tokens``; the index after it."""
+    n = len(command)
+    j = i
+    while j < n and command[j] in OPERATOR_CHARS:
+        j += 1
+    op = command[i:j]
+    fd = None
+    if op[0] in "<>" and word is not None and word.raw.isdigit():
+        if len(word.raw) > 1:  # dash reads 12>x as the argument 12, bash as descriptor 12
+            raise refuse(f"'{word.raw}{op}': only single-digit file descriptors are supported")
+        fd, word = word.raw, None  # 2>file: the digit names a file descriptor
+    _finish(tokens, word)
+    if op in DUPLICATIONS:
+        k = j
+        while k < n and command[k].isdigit():
+            k += 1
+        if k == j and command[j : j + 1] == "-":
+            k = j + 1
+        if k == j or (k < n and command[k] not in " \t;&|"):
+            raise refuse(f"'{op}' must be followed by a file descriptor number (as in 2>&1)")
+        tokens.append(Operator(op, fd, command[j:k]))
+        return k
+    if op not in SEPARATORS | REDIRECTS:
+        raise refuse(
+            f"the operator {op!r} is not supported; use only |, ||, &&, ;, &, >, >>, <, 2> and 2>&1, "
+            "separated by spaces when in doubt"
+        )
+    tokens.append(Operator(op, fd))
+    return j
+
+
+def _word_part(command: str, i: int, word: Word, *, fish: bool) -> int:
+    """Add the quoted string, escape or character at ``i`` to ``word``; the index after it."""
+    c, n = command[i], len(command)
+    if c == "'":
+        end = command.find("'", i + 1)
+        if end < 0:
+            raise refuse("unterminated single quote")
+        text = command[i + 1 : end]
+        if fish and "\\" in text:
+            raise refuse("backslashes inside single quotes are read differently by fish; avoid them")
+        word.add(text, plain=False)
+        return end + 1
+    if c == '"':
+        return _double_quoted(command, i + 1, word)
+    if c == "\\":
+        if fish:
+            raise refuse("backslash escapes are read differently by fish; quote the text instead")
+        if i + 1 >= n:
+            raise refuse("the command ends with a backslash")
+        word.add(command[i + 1], plain=False)
+        return i + 2
+    if c in REFUSED_CHARS:
+        raise refuse(REFUSED_CHARS[c])
+    if fish and c in "^%":
+        raise refuse(f"'{c}' is special to fish; quote it")
+    word.add(c, plain=True)
+    return i + 1
+
+
+def _double_quoted(command: str, i: int, word: Word) -> int:
+    """Add the inside of a double-quoted string starting at ``i`` to ``word``; the index after its quote."""
+    n = len(command)
+    while True:
+        if i >= n:
+            raise refuse("unterminated double quote")
+        d = command[i]
+        if d == '"':
+            return i + 1
+        if d == "\\" and i + 1 < n and command[i + 1] in '"\\$`':
             word.add(command[i + 1], plain=False)
             i += 2
-        else:
-            if c in REFUSED_CHARS:
-                raise refuse(REFUSED_CHARS[c])
-            if fish and c in "^%":
-                raise refuse(f"'{c}' is special to fish; quote it")
-            word.add(c, plain=True)
-            i += 1
-        word.raw += command[start:i]
-    finish()
-    return tokens
+            continue
+        if d in "$`":
+            raise refuse(REFUSED_CHARS[d])
+        word.add(d, plain=False)
+        i += 1
 
 
 def _check_word(word: Word) -> None:

@@ -22,7 +22,16 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from nexus_core import PathPolicy, PermissionDenied, PluginContext, ToolError, lock_path, locked, write_at
+from nexus_core import (
+    PathPolicy,
+    PermissionDenied,
+    PluginContext,
+    ToolError,
+    ToolRegistrar,
+    lock_path,
+    locked,
+    write_at,
+)
 
 from .config import FilesConfig
 from .fs import open_file, read_data, read_text
@@ -154,174 +163,196 @@ def move_entry(src_dir: int, src: str, dst_dir: int, dst: str, *, shown: str) ->
     os.unlink(src, dir_fd=src_dir)
 
 
-def register(register, ctx: PluginContext) -> None:
+def check_content(config: FilesConfig, text: str) -> bytes:
+    data = text.encode("utf-8")
+    if len(data) > config.max_file_size:
+        raise ToolError(f"the content is {len(data)} bytes, above max_file_size of {config.max_file_size} bytes")
+    return data
+
+
+def write_file(
+    ctx: PluginContext,
+    path: PathArg,
+    content: Annotated[str, Field(description="The whole new content (UTF-8).")],
+    overwrite: Annotated[bool, Field(description="Replace the file when it exists.")] = True,
+    create_dirs: Annotated[bool, Field(description="Create missing parent folders.")] = True,
+) -> WriteResult:
+    """Create or overwrite a file atomically (temp file + rename, file mode kept)."""
+    policy = ctx.paths
+    real = policy.resolve(path, write=True)
+    shown = policy.display(real)
+    data = check_content(ctx.config, content)
+    with locked(real):
+        created = replace(
+            policy, real, shown, data, overwrite=overwrite, create_dirs=create_dirs, missing="pass create_dirs=true"
+        )
+    return WriteResult(path=shown, bytes_written=len(data), created=created)
+
+
+def replace(
+    policy: PathPolicy,
+    real: Path,
+    shown: str,
+    data: bytes,
+    *,
+    overwrite: bool = True,
+    create_dirs: bool = False,
+    mode: int | None = None,
+    missing: str = "create it with mkdir",
+) -> bool:
+    """``policy.write_file`` with this plugin's messages; True when the file was created."""
+    try:
+        return policy.write_file(real, data, create_dirs=create_dirs, overwrite=overwrite, mode=mode)
+    except FileExistsError:
+        raise ToolError(f"'{shown}' exists; pass overwrite=true to replace it") from None
+    except IsADirectoryError:
+        raise ToolError(f"'{shown}' is a folder") from None
+    except FileNotFoundError:
+        raise ToolError(f"the folder of '{shown}' does not exist; {missing}") from None
+
+
+def edit_file(
+    ctx: PluginContext,
+    path: PathArg,
+    edits: Annotated[list[Edit], Field(min_length=1, description="Applied in order, each to the previous result.")],
+    dry_run: Annotated[bool, Field(description="Only return the diff; change nothing.")] = False,
+) -> EditResult:
+    """Replace exact text in a file; every old_text must match exactly once, or nothing changes.
+
+    Returns a unified diff; with dry_run the file is left as it is.
+    """
     config: FilesConfig = ctx.config
     policy = ctx.paths
-
-    def check_content(text: str) -> bytes:
-        data = text.encode("utf-8")
-        if len(data) > config.max_file_size:
-            raise ToolError(f"the content is {len(data)} bytes, above max_file_size of {config.max_file_size} bytes")
-        return data
-
-    def write_file(
-        path: PathArg,
-        content: Annotated[str, Field(description="The whole new content (UTF-8).")],
-        overwrite: Annotated[bool, Field(description="Replace the file when it exists.")] = True,
-        create_dirs: Annotated[bool, Field(description="Create missing parent folders.")] = True,
-    ) -> WriteResult:
-        """Create or overwrite a file atomically (temp file + rename, file mode kept)."""
-        real = policy.resolve(path, write=True)
-        shown = policy.display(real)
-        data = check_content(content)
-        with locked(real):
-            created = replace(
-                real, shown, data, overwrite=overwrite, create_dirs=create_dirs, missing="pass create_dirs=true"
-            )
-        return WriteResult(path=shown, bytes_written=len(data), created=created)
-
-    def replace(
-        real: Path,
-        shown: str,
-        data: bytes,
-        *,
-        overwrite: bool = True,
-        create_dirs: bool = False,
-        mode: int | None = None,
-        missing: str = "create it with mkdir",
-    ) -> bool:
-        """``policy.write_file`` with this plugin's messages; True when the file was created."""
-        try:
-            return policy.write_file(real, data, create_dirs=create_dirs, overwrite=overwrite, mode=mode)
-        except FileExistsError:
-            raise ToolError(f"'{shown}' exists; pass overwrite=true to replace it") from None
-        except IsADirectoryError:
-            raise ToolError(f"'{shown}' is a folder") from None
-        except FileNotFoundError:
-            raise ToolError(f"the folder of '{shown}' does not exist; {missing}") from None
-
-    def edit_file(
-        path: PathArg,
-        edits: Annotated[list[Edit], Field(min_length=1, description="Applied in order, each to the previous result.")],
-        dry_run: Annotated[bool, Field(description="Only return the diff; change nothing.")] = False,
-    ) -> EditResult:
-        """Replace exact text in a file; every old_text must match exactly once, or nothing changes.
-
-        Returns a unified diff; with dry_run the file is left as it is.
-        """
-        real = policy.resolve(path, write=True)
-        shown = policy.display(real)
-        with locked(real):  # read, change, write back: no other edit may come in between
-            before, _ = read_text(policy, str(real), config.max_file_size, shown=shown)
-            after = before
-            for i, edit in enumerate(edits, 1):
-                count = after.count(edit.old_text)
-                if count != 1:
-                    where = "does not occur" if count == 0 else f"occurs {count} times"
-                    hint = "copy it exactly from read_file" if count == 0 else "add surrounding lines to make it unique"
-                    raise ToolError(
-                        f"edit {i} of {len(edits)}: old_text {where} in '{shown}' (it must match exactly once); "
-                        f"{hint}. No edit was applied."
-                    )
-                after = after.replace(edit.old_text, edit.new_text, 1)
-            if not dry_run and after != before:
-                replace(real, shown, after.encode("utf-8"))
-        diff = "".join(
-            difflib.unified_diff(
-                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
-            )
+    real = policy.resolve(path, write=True)
+    shown = policy.display(real)
+    with locked(real):  # read, change, write back: no other edit may come in between
+        before, _ = read_text(policy, str(real), config.max_file_size, shown=shown)
+        after = before
+        for i, edit in enumerate(edits, 1):
+            count = after.count(edit.old_text)
+            if count != 1:
+                where = "does not occur" if count == 0 else f"occurs {count} times"
+                hint = "copy it exactly from read_file" if count == 0 else "add surrounding lines to make it unique"
+                raise ToolError(
+                    f"edit {i} of {len(edits)}: old_text {where} in '{shown}' (it must match exactly once); "
+                    f"{hint}. No edit was applied."
+                )
+            after = after.replace(edit.old_text, edit.new_text, 1)
+        if not dry_run and after != before:
+            replace(policy, real, shown, after.encode("utf-8"))
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
         )
-        return EditResult(path=shown, edits=len(edits), dry_run=dry_run, diff=diff)
+    )
+    return EditResult(path=shown, edits=len(edits), dry_run=dry_run, diff=diff)
 
-    def append_file(
-        path: PathArg,
-        content: Annotated[str, Field(description="Text to add at the end (UTF-8).")],
-    ) -> AppendResult:
-        """Append text to a file (created when missing), atomically."""
-        real = policy.resolve(path, write=True)
-        shown = policy.display(real)
-        data = check_content(content)
-        with locked(real):  # read, append, write back: no other change may come in between
-            try:
-                with policy.open_read(real) as opened:
-                    old = read_data(opened, shown, config.max_file_size - len(data))
-            except FileNotFoundError:
-                old = b""
-            except IsADirectoryError:
-                raise ToolError(f"'{shown}' is not a regular file") from None
-            replace(real, shown, old + data)
-        return AppendResult(path=shown, bytes_appended=len(data), size=len(old) + len(data))
 
-    def mkdir(path: PathArg) -> PathChange:
-        """Create a folder and any missing parents; an existing folder is fine."""
-        real = policy.resolve(path, write=True)
-        shown = policy.display(real)
-        if real.exists() and not real.is_dir():
-            raise ToolError(f"'{shown}' exists and is not a folder")
-        existed = real.exists()
-        os.close(policy.open_folder(real, write=True, create=True))
-        return PathChange(action="created folder", path=shown, changed=not existed)
+def append_file(
+    ctx: PluginContext,
+    path: PathArg,
+    content: Annotated[str, Field(description="Text to add at the end (UTF-8).")],
+) -> AppendResult:
+    """Append text to a file (created when missing), atomically."""
+    config: FilesConfig = ctx.config
+    policy = ctx.paths
+    real = policy.resolve(path, write=True)
+    shown = policy.display(real)
+    data = check_content(config, content)
+    with locked(real):  # read, append, write back: no other change may come in between
+        try:
+            with policy.open_read(real) as opened:
+                old = read_data(opened, shown, config.max_file_size - len(data))
+        except FileNotFoundError:
+            old = b""
+        except IsADirectoryError:
+            raise ToolError(f"'{shown}' is not a regular file") from None
+        replace(policy, real, shown, old + data)
+    return AppendResult(path=shown, bytes_appended=len(data), size=len(old) + len(data))
 
-    def rename(
-        source: PathArg,
-        destination: PathArg,
-        overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
-    ) -> PathChange:
-        """Rename or move a file or folder inside the roots."""
-        src = entry_path(policy, source)
-        dst = entry_path(policy, destination)
-        with locked_all(src, dst):
-            if not src.is_symlink() and not src.exists():
-                raise ToolError(f"'{source}' does not exist")
-            if src.is_dir() and not src.is_symlink():
-                _refuse_hidden_inside(policy, src, source)
-                if dst == src or dst.is_relative_to(src):
-                    raise ToolError(f"cannot move '{source}' into itself")
-            if dst.exists() or dst.is_symlink():
-                if dst.is_dir() and not dst.is_symlink():
-                    raise ToolError(f"'{destination}' is an existing folder; name the new path inside it")
-                if not overwrite:
-                    raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
-            if not dst.parent.is_dir():
-                raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
-            with entry_folder(policy, src) as src_dir, entry_folder(policy, dst) as dst_dir:
-                move_entry(src_dir, src.name, dst_dir, dst.name, shown=source)
-        return PathChange(action="renamed", path=policy.display(src), destination=policy.display(dst))
 
-    def copy_file(
-        source: PathArg,
-        destination: PathArg,
-        overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
-    ) -> PathChange:
-        """Copy a file (content and mode) inside the roots; the copy appears atomically."""
-        with open_file(policy, source) as opened:
-            shown = policy.display(opened.path)
-            data = read_data(opened, shown, config.max_file_size)
-            mode = stat.S_IMODE(opened.stat.st_mode)
-        dst = policy.resolve(destination, write=True)
-        if dst.is_dir():
-            raise ToolError(f"'{destination}' is a folder; name the new file inside it")
-        with locked(dst):
-            replace(dst, destination, data, overwrite=overwrite, mode=mode)
-        return PathChange(action="copied", path=shown, destination=policy.display(dst))
+def mkdir(ctx: PluginContext, path: PathArg) -> PathChange:
+    """Create a folder and any missing parents; an existing folder is fine."""
+    policy = ctx.paths
+    real = policy.resolve(path, write=True)
+    shown = policy.display(real)
+    if real.exists() and not real.is_dir():
+        raise ToolError(f"'{shown}' exists and is not a folder")
+    existed = real.exists()
+    os.close(policy.open_folder(real, write=True, create=True))
+    return PathChange(action="created folder", path=shown, changed=not existed)
 
-    def delete_file(path: PathArg) -> PathChange:
-        """Delete one file or symlink (the link itself, never its target). Folders are refused."""
-        entry = entry_path(policy, path)
-        with locked(entry), entry_folder(policy, entry) as folder:
-            try:
-                info = os.stat(entry.name, dir_fd=folder, follow_symlinks=False)
-            except FileNotFoundError:
-                raise ToolError(f"'{path}' does not exist") from None
-            if stat.S_ISDIR(info.st_mode):
-                raise ToolError(f"'{path}' is a folder; delete_file removes files only")
-            os.unlink(entry.name, dir_fd=folder)
-        return PathChange(action="deleted", path=policy.display(entry))
 
-    register(tool(write_file), category="write", title="Write a file", destructive=True, idempotent=True)
-    register(tool(edit_file), category="write", title="Edit a file", destructive=True)
-    register(tool(append_file), category="write", title="Append to a file", destructive=False)
-    register(tool(mkdir), category="write", title="Create a folder", destructive=False, idempotent=True)
-    register(tool(rename), category="write", title="Rename or move", destructive=True)
-    register(tool(copy_file), category="write", title="Copy a file", destructive=True)
-    register(tool(delete_file), category="write", title="Delete a file", destructive=True)
+def rename(
+    ctx: PluginContext,
+    source: PathArg,
+    destination: PathArg,
+    overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
+) -> PathChange:
+    """Rename or move a file or folder inside the roots."""
+    policy = ctx.paths
+    src = entry_path(policy, source)
+    dst = entry_path(policy, destination)
+    with locked_all(src, dst):
+        if not src.is_symlink() and not src.exists():
+            raise ToolError(f"'{source}' does not exist")
+        if src.is_dir() and not src.is_symlink():
+            _refuse_hidden_inside(policy, src, source)
+            if dst == src or dst.is_relative_to(src):
+                raise ToolError(f"cannot move '{source}' into itself")
+        if dst.exists() or dst.is_symlink():
+            if dst.is_dir() and not dst.is_symlink():
+                raise ToolError(f"'{destination}' is an existing folder; name the new path inside it")
+            if not overwrite:
+                raise ToolError(f"'{destination}' exists; pass overwrite=true to replace it")
+        if not dst.parent.is_dir():
+            raise ToolError(f"the folder of '{destination}' does not exist; create it with mkdir")
+        with entry_folder(policy, src) as src_dir, entry_folder(policy, dst) as dst_dir:
+            move_entry(src_dir, src.name, dst_dir, dst.name, shown=source)
+    return PathChange(action="renamed", path=policy.display(src), destination=policy.display(dst))
+
+
+def copy_file(
+    ctx: PluginContext,
+    source: PathArg,
+    destination: PathArg,
+    overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
+) -> PathChange:
+    """Copy a file (content and mode) inside the roots; the copy appears atomically."""
+    policy = ctx.paths
+    with open_file(policy, source) as opened:
+        shown = policy.display(opened.path)
+        data = read_data(opened, shown, ctx.config.max_file_size)
+        mode = stat.S_IMODE(opened.stat.st_mode)
+    dst = policy.resolve(destination, write=True)
+    if dst.is_dir():
+        raise ToolError(f"'{destination}' is a folder; name the new file inside it")
+    with locked(dst):
+        replace(policy, dst, destination, data, overwrite=overwrite, mode=mode)
+    return PathChange(action="copied", path=shown, destination=policy.display(dst))
+
+
+def delete_file(ctx: PluginContext, path: PathArg) -> PathChange:
+    """Delete one file or symlink (the link itself, never its target). Folders are refused."""
+    policy = ctx.paths
+    entry = entry_path(policy, path)
+    with locked(entry), entry_folder(policy, entry) as folder:
+        try:
+            info = os.stat(entry.name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            raise ToolError(f"'{path}' does not exist") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"'{path}' is a folder; delete_file removes files only")
+        os.unlink(entry.name, dir_fd=folder)
+    return PathChange(action="deleted", path=policy.display(entry))
+
+
+def register(register: ToolRegistrar, ctx: PluginContext) -> None:
+    write = {"category": "write"}
+    register(tool(write_file, ctx), title="Write a file", destructive=True, idempotent=True, **write)
+    register(tool(edit_file, ctx), title="Edit a file", destructive=True, **write)
+    register(tool(append_file, ctx), title="Append to a file", destructive=False, **write)
+    register(tool(mkdir, ctx), title="Create a folder", destructive=False, idempotent=True, **write)
+    register(tool(rename, ctx), title="Rename or move", destructive=True, **write)
+    register(tool(copy_file, ctx), title="Copy a file", destructive=True, **write)
+    register(tool(delete_file, ctx), title="Delete a file", destructive=True, **write)

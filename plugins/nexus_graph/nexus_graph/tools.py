@@ -1,14 +1,18 @@
 """The tools: thin functions that validate, call the store or the analysis, and shape the answer.
 
-No ``from __future__ import annotations`` here: add_entity's category schema lists the configured
-categories, so its annotation is built at registration and must be evaluated where it is written.
+Each tool is a module-level function whose first parameter is the plugin's context; ``register_tools``
+binds it (``bound``) and puts in add_entity's category annotation, which lists the configured categories
+and so is known only then.
 """
 
-from typing import Annotated, Literal
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from nexus_core import Blocking, PluginContext, on_loop, run_nonblocking
+from nexus_core import Blocking, PluginContext, ToolRegistrar, on_loop, run_nonblocking
 from nexus_graph import analysis, interchange
 from nexus_graph.graph import GraphIndex, GraphStore
 from nexus_graph.models import (
@@ -78,6 +82,41 @@ def entropy_report(store: GraphStore, stale_days: int) -> EntropyReport:
         names = {i: index.entities[i].name for group, _ in report.duplicates for i in group}
         hub_names = {i: index.entities[i].name for i, _, _ in report.hubs}
     problems = store.problems()
+    orphans, stale, components = _connection_findings(report, stale_days)
+    hubs, duplicates, dangling = _shape_findings(report, names, hub_names)
+    cap = analysis.MAX_IDS
+    corrupt = CorruptFinding(
+        count=len(problems),
+        lines=[CorruptLine(file=p.file, line=p.line, error=p.error) for p in problems[:cap]],
+        suggestion="These lines are skipped: fix them by hand in the files named (a truncated last line is what a "
+        "writer that crashed leaves behind; the next append starts a new line after it)."
+        if problems
+        else "Nothing to do.",
+    )
+    issues = sum(1 for c in (orphans.count, stale.count, duplicates.count, dangling.count, corrupt.count) if c)
+    summary = (
+        f"{report.entities} entities, {report.relations} relations, {len(report.components)} connected group(s); "
+        f"{orphans.count} orphan(s), {stale.count} stale, {duplicates.count} duplicate group(s), "
+        f"{dangling.count} dangling relation(s), {corrupt.count} unreadable line(s)."
+    ) + (" Looks tidy." if not issues else "")
+    return EntropyReport(
+        entities=report.entities,
+        relations=report.relations,
+        density=round(report.density, 8),
+        stale_days=stale_days,
+        orphans=orphans,
+        stale=stale,
+        components=components,
+        hubs=hubs,
+        duplicates=duplicates,
+        dangling=dangling,
+        corrupt_lines=corrupt,
+        summary=summary,
+    )
+
+
+def _connection_findings(report: analysis.Report, stale_days: int) -> tuple[Finding, Finding, ComponentsFinding]:
+    """Orphans, stale entities and the groups cut off from the largest one."""
     cap = analysis.MAX_IDS
     main, rest = (report.components[0], report.components[1:]) if report.components else ([], [])
     scattered = [i for group in rest if len(group) > 1 for i in group]
@@ -107,6 +146,14 @@ def entropy_report(store: GraphStore, stale_days: int) -> EntropyReport:
         if rest
         else none,
     )
+    return orphans, stale, components
+
+
+def _shape_findings(
+    report: analysis.Report, names: dict[str, str], hub_names: dict[str, str]
+) -> tuple[HubsFinding, DuplicatesFinding, DanglingFinding]:
+    """Hubs, look-alike names and relations to missing entities."""
+    cap, none = analysis.MAX_IDS, "Nothing to do."
     hubs = HubsFinding(
         hubs=[Hub(id=i, name=hub_names[i], degree=o + n, outgoing=o, incoming=n) for i, o, n in report.hubs],
         suggestion="The most connected entities: check each is one thing rather than a catch-all; if its relations "
@@ -135,40 +182,12 @@ def entropy_report(store: GraphStore, stale_days: int) -> EntropyReport:
         if report.dangling
         else none,
     )
-    corrupt = CorruptFinding(
-        count=len(problems),
-        lines=[CorruptLine(file=p.file, line=p.line, error=p.error) for p in problems[:cap]],
-        suggestion="These lines are skipped: fix them by hand in the files named (a truncated last line is what a "
-        "writer that crashed leaves behind; the next append starts a new line after it)."
-        if problems
-        else none,
-    )
-    issues = sum(1 for c in (orphans.count, stale.count, duplicates.count, dangling.count, corrupt.count) if c)
-    summary = (
-        f"{report.entities} entities, {report.relations} relations, {len(report.components)} connected group(s); "
-        f"{orphans.count} orphan(s), {stale.count} stale, {duplicates.count} duplicate group(s), "
-        f"{dangling.count} dangling relation(s), {corrupt.count} unreadable line(s)."
-    ) + (" Looks tidy." if not issues else "")
-    return EntropyReport(
-        entities=report.entities,
-        relations=report.relations,
-        density=round(report.density, 8),
-        stale_days=stale_days,
-        orphans=orphans,
-        stale=stale,
-        components=components,
-        hubs=hubs,
-        duplicates=duplicates,
-        dangling=dangling,
-        corrupt_lines=corrupt,
-        summary=summary,
-    )
+    return hubs, duplicates, dangling
 
 
-def register_tools(register, ctx: PluginContext) -> None:
-    config: GraphConfig = ctx.config
-
-    category_arg = Annotated[
+def category_arg(config: GraphConfig) -> Any:
+    """add_entity's category: its schema lists the configured categories, known only at registration."""
+    return Annotated[
         str,
         Field(
             description="The category folder: one of the configured categories.",
@@ -176,211 +195,243 @@ def register_tools(register, ctx: PluginContext) -> None:
         ),
     ]
 
-    def add_entity(
-        category: category_arg,
-        id: Annotated[
-            str,
-            Field(
-                description="Unique slug id (kebab-case): lowercase letters, digits, hyphens; e.g. 'python-asyncio'.",
-                json_schema_extra={"pattern": "^[a-z0-9-]+$"},  # ID_RE, as the design writes it
-            ),
-        ],
-        type: Annotated[str, Field(description="What kind of thing it is, e.g. 'concept', 'framework', 'person'.")],
-        name: Annotated[str, Field(description="Its display name, e.g. 'Python asyncio'.")],
-        desc: Annotated[str, Field(description="A short description: one or two sentences.")],
-        tags: Annotated[list[str] | None, Field(description="Tags for classification and search.")] = None,
-    ) -> AddEntityResult:
-        """Add an entity to the knowledge graph. Append-only: an existing id is refused, never overwritten."""
-        store = store_for(ctx)
-        entity = store.add_entity(category, id, type, name, desc, tags)
-        return AddEntityResult(
-            entity=EntityOut.of(entity), file=store.relative(entity_file(store.root, entity.category))
-        )
 
-    def connect_entities(
-        src: Annotated[str, Field(description="The id the relation starts from.")],
-        rel: Annotated[str, Field(description="A short snake_case predicate, e.g. 'uses', 'depends_on'.")],
-        dst: Annotated[str, Field(description="The id the relation points to.")],
-        context: Annotated[str, Field(description="Why or where this holds, in a sentence.")] = "",
-    ) -> ConnectResult:
-        """Add a typed relation src -rel-> dst between two existing entities. An existing one is reported, not added."""
-        relation, added = store_for(ctx).connect(src, rel, dst, context)
-        message = (
-            f"added {src} -{rel}-> {dst}"
-            if added
-            else f"{src} -{rel}-> {dst} already exists (since {relation.created}); nothing added"
-        )
-        return ConnectResult(relation=RelationOut.of(relation), added=added, message=message)
+def add_entity(
+    ctx: PluginContext,
+    category: str,  # annotated at registration: category_arg
+    id: Annotated[
+        str,
+        Field(
+            description="Unique slug id (kebab-case): lowercase letters, digits, hyphens; e.g. 'python-asyncio'.",
+            json_schema_extra={"pattern": "^[a-z0-9-]+$"},  # ID_RE, as the design writes it
+        ),
+    ],
+    type: Annotated[str, Field(description="What kind of thing it is, e.g. 'concept', 'framework', 'person'.")],
+    name: Annotated[str, Field(description="Its display name, e.g. 'Python asyncio'.")],
+    desc: Annotated[str, Field(description="A short description: one or two sentences.")],
+    tags: Annotated[list[str] | None, Field(description="Tags for classification and search.")] = None,
+) -> AddEntityResult:
+    """Add an entity to the knowledge graph. Append-only: an existing id is refused, never overwritten."""
+    store = store_for(ctx)
+    entity = store.add_entity(category, id, type, name, desc, tags)
+    return AddEntityResult(entity=EntityOut.of(entity), file=store.relative(entity_file(store.root, entity.category)))
 
-    async def search_knowledge(
-        query: Annotated[str, Field(description="Words to look for; typos and any word order are fine.")],
-        limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return.")] = 10,
-    ) -> SearchResult:
-        """Fuzzy search over entity names, ids, tags and descriptions, best first, with the field that matched."""
-        if not tokens(query):
-            raise GraphError("query has no letters or digits: give a few words, e.g. 'async python'")
-        if len(query) > 500:
-            raise GraphError("query is longer than 500 characters; use a few key words")
-        store = store_for(ctx)
 
-        def search(index: GraphIndex) -> SearchResult:
-            hits = [_hit(index, h) for h in index.search.search(query, limit)]
-            return SearchResult(query=query, hits=hits, total_entities=len(index.entities))
+def connect_entities(
+    ctx: PluginContext,
+    src: Annotated[str, Field(description="The id the relation starts from.")],
+    rel: Annotated[str, Field(description="A short snake_case predicate, e.g. 'uses', 'depends_on'.")],
+    dst: Annotated[str, Field(description="The id the relation points to.")],
+    context: Annotated[str, Field(description="Why or where this holds, in a sentence.")] = "",
+) -> ConnectResult:
+    """Add a typed relation src -rel-> dst between two existing entities. An existing one is reported, not added."""
+    relation, added = store_for(ctx).connect(src, rel, dst, context)
+    message = (
+        f"added {src} -{rel}-> {dst}"
+        if added
+        else f"{src} -{rel}-> {dst} already exists (since {relation.created}); nothing added"
+    )
+    return ConnectResult(relation=RelationOut.of(relation), added=added, message=message)
 
-        def search_settled() -> SearchResult:
-            # A small graph unchanged since the last read is searched on the event loop: the hop to a worker
-            # thread would cost about as much as the search. Anything that may wait or take long: the thread.
-            if on_loop():
-                result = store.read_now(search)
-                if result is None:
-                    raise Blocking("the graph is large, locked or changed since the last read")
-                return result
-            with store.reading() as index:
-                return search(index)
 
-        return await run_nonblocking(search_settled)
+async def search_knowledge(
+    ctx: PluginContext,
+    query: Annotated[str, Field(description="Words to look for; typos and any word order are fine.")],
+    limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return.")] = 10,
+) -> SearchResult:
+    """Fuzzy search over entity names, ids, tags and descriptions, best first, with the field that matched."""
+    if not tokens(query):
+        raise GraphError("query has no letters or digits: give a few words, e.g. 'async python'")
+    if len(query) > 500:
+        raise GraphError("query is longer than 500 characters; use a few key words")
+    store = store_for(ctx)
 
-    def get_entity(id: EntityId) -> EntityDetail:
-        """One entity with its relations both ways."""
-        with store_for(ctx).reading() as index:
-            return detail(index, id)
+    def search(index: GraphIndex) -> SearchResult:
+        hits = [_hit(index, h) for h in index.search.search(query, limit)]
+        return SearchResult(query=query, hits=hits, total_entities=len(index.entities))
 
-    def neighbors(
-        id: EntityId,
-        depth: Annotated[int, Field(ge=1, le=5, description="How many hops to walk.")] = 1,
-        rel: Annotated[str | None, Field(description="Only follow relations with this predicate.")] = None,
-        direction: Annotated[
-            Literal["both", "out", "in"], Field(description="out: follow relations from src to dst; in: backwards.")
-        ] = "both",
-        limit: Annotated[int, Field(ge=1, le=1000, description="Most entities to return.")] = 100,
-    ) -> NeighborsResult:
-        """The entities within a few hops of one entity, and the relations between them."""
-        if rel is not None:
-            check_predicate(rel)
-        with store_for(ctx).reading() as index:
-            index.require(id)
-            distance, walked, truncated = analysis.neighbors(index, id, depth, rel, direction, limit)
-            nodes = [
-                NeighborNode(id=i, name=e.name, category=e.category, type=e.type, distance=d)
-                for i, d in sorted(distance.items(), key=lambda kv: (kv[1], kv[0]))
-                for e in (index.entities[i],)
-            ]
-        return NeighborsResult(
-            id=id,
-            depth=depth,
-            rel=rel,
-            direction=direction,
-            nodes=nodes,
-            relations=[RelationOut.of(r) for r in walked],
-            truncated=truncated,
-        )
+    def search_settled() -> SearchResult:
+        # A small graph unchanged since the last read is searched on the event loop: the hop to a worker
+        # thread would cost about as much as the search. Anything that may wait or take long: the thread.
+        if on_loop():
+            result = store.read_now(search)
+            if result is None:
+                raise Blocking("the graph is large, locked or changed since the last read")
+            return result
+        with store.reading() as index:
+            return search(index)
 
-    def find_path(
-        src: EntityId,
-        dst: EntityId,
-        max_depth: Annotated[int, Field(ge=1, le=20, description="Longest path to look for, in hops.")] = 8,
-    ) -> PathResult:
-        """The shortest chain of relations linking two entities (relations are followed either way)."""
-        with store_for(ctx).reading() as index:
-            index.require(src, "src")
-            index.require(dst, "dst")
-            steps = analysis.shortest_path(index, src, dst, max_depth)
-        if steps is None:
-            return PathResult(
-                src=src,
-                dst=dst,
-                found=False,
-                hops=None,
-                entities=[],
-                steps=[],
-                message=f"no path of at most {max_depth} hops links '{src}' and '{dst}'",
-            )
-        ids = [src] + [s.relation.dst if s.forward else s.relation.src for s in steps]
+    return await run_nonblocking(search_settled)
+
+
+def get_entity(ctx: PluginContext, id: EntityId) -> EntityDetail:
+    """One entity with its relations both ways."""
+    with store_for(ctx).reading() as index:
+        return detail(index, id)
+
+
+def neighbors(
+    ctx: PluginContext,
+    id: EntityId,
+    depth: Annotated[int, Field(ge=1, le=5, description="How many hops to walk.")] = 1,
+    rel: Annotated[str | None, Field(description="Only follow relations with this predicate.")] = None,
+    direction: Annotated[
+        Literal["both", "out", "in"], Field(description="out: follow relations from src to dst; in: backwards.")
+    ] = "both",
+    limit: Annotated[int, Field(ge=1, le=1000, description="Most entities to return.")] = 100,
+) -> NeighborsResult:
+    """The entities within a few hops of one entity, and the relations between them."""
+    if rel is not None:
+        check_predicate(rel)
+    with store_for(ctx).reading() as index:
+        index.require(id)
+        distance, walked, truncated = analysis.neighbors(index, id, depth, rel, direction, limit)
+        nodes = [
+            NeighborNode(id=i, name=e.name, category=e.category, type=e.type, distance=d)
+            for i, d in sorted(distance.items(), key=lambda kv: (kv[1], kv[0]))
+            for e in (index.entities[i],)
+        ]
+    return NeighborsResult(
+        id=id,
+        depth=depth,
+        rel=rel,
+        direction=direction,
+        nodes=nodes,
+        relations=[RelationOut.of(r) for r in walked],
+        truncated=truncated,
+    )
+
+
+def find_path(
+    ctx: PluginContext,
+    src: EntityId,
+    dst: EntityId,
+    max_depth: Annotated[int, Field(ge=1, le=20, description="Longest path to look for, in hops.")] = 8,
+) -> PathResult:
+    """The shortest chain of relations linking two entities (relations are followed either way)."""
+    with store_for(ctx).reading() as index:
+        index.require(src, "src")
+        index.require(dst, "dst")
+        steps = analysis.shortest_path(index, src, dst, max_depth)
+    if steps is None:
         return PathResult(
             src=src,
             dst=dst,
-            found=True,
-            hops=len(steps),
-            entities=ids,
-            steps=[
-                PathStep(src=s.relation.src, rel=s.relation.rel, dst=s.relation.dst, walked=_walked(s.forward))
-                for s in steps
-            ],
-            message=_describe(ids, steps),
+            found=False,
+            hops=None,
+            entities=[],
+            steps=[],
+            message=f"no path of at most {max_depth} hops links '{src}' and '{dst}'",
         )
-
-    def export_graph(
-        format: Annotated[
-            Literal["mermaid", "json"], Field(description="mermaid: a diagram; json: the data.")
-        ] = "mermaid",
-        root: Annotated[str | None, Field(description="Export only the neighbourhood of this entity id.")] = None,
-        depth: Annotated[int, Field(ge=1, le=5, description="Hops around root.")] = 2,
-        max_nodes: Annotated[int, Field(ge=1, le=20000, description="Most entities to include.")] = 300,
-    ) -> ExportResult:
-        """Export the graph (or the part around one entity) as a Mermaid diagram or as JSON."""
-        with store_for(ctx).reading() as index:
-            ids, cut = None, False
-            if root is not None:
-                index.require(root, "root")
-                distance, _, cut = analysis.neighbors(index, root, depth, None, "both", max_nodes)
-                ids = sorted(distance, key=lambda i: (distance[i], i))
-            entities, relations, truncated = interchange.select(index, ids, max_nodes)
-            truncated = truncated or cut
-        content = (
-            interchange.to_mermaid(entities, relations, truncated)
-            if format == "mermaid"
-            else interchange.to_json(entities, relations)
-        )
-        return ExportResult(
-            format=format, entities=len(entities), relations=len(relations), truncated=truncated, content=content
-        )
-
-    def get_entropy_report() -> EntropyReport:
-        """Health of the graph: orphans, stale entities, density, connected groups, hubs, look-alike names,
-        relations to missing entities and unreadable lines, each with the ids affected and what to do."""
-        return entropy_report(store_for(ctx), config.stale_days)
-
-    def import_graph(
-        path: Annotated[str, Field(description="A memory.jsonl of the reference memory MCP server, inside the roots.")],
-        category: Annotated[
-            str | None, Field(description="Put every entity here; default: chosen from each entityType.")
-        ] = None,
-    ) -> ImportResult:
-        """Import the JSONL file of the reference 'memory' MCP server (entities with observations, relations).
-        Names become ids ('John Smith' -> 'john-smith'); existing ids are kept, never overwritten."""
-        store = store_for(ctx)
-        if category is not None:
-            store.check_category(category)
-        real = ctx.paths.resolve(path)
-        if not real.is_file():
-            raise GraphError(f"'{path}' is not a file")
-        parsed = interchange.read_memory_file(real, category, store.categories)
-        added_entities, added_relations, skipped = store.append_batch(parsed.entities, parsed.relations)
-        return ImportResult(
-            path=ctx.paths.display(real),
-            entities_added=len(added_entities),
-            relations_added=len(added_relations),
-            skipped=parsed.skipped + skipped,
-            ids={name: ident for name, ident in parsed.renamed.items() if name != ident},
-        )
-
-    register(add_entity, category="write", title="Add entity", read_only=False, destructive=False, idempotent=False)
-    register(
-        connect_entities,
-        category="write",
-        title="Connect entities",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+    ids = [src] + [s.relation.dst if s.forward else s.relation.src for s in steps]
+    return PathResult(
+        src=src,
+        dst=dst,
+        found=True,
+        hops=len(steps),
+        entities=ids,
+        steps=[
+            PathStep(src=s.relation.src, rel=s.relation.rel, dst=s.relation.dst, walked=_walked(s.forward))
+            for s in steps
+        ],
+        message=_describe(ids, steps),
     )
-    register(import_graph, category="write", title="Import memory-server graph", destructive=False, idempotent=True)
+
+
+def export_graph(
+    ctx: PluginContext,
+    format: Annotated[Literal["mermaid", "json"], Field(description="mermaid: a diagram; json: the data.")] = "mermaid",
+    root: Annotated[str | None, Field(description="Export only the neighbourhood of this entity id.")] = None,
+    depth: Annotated[int, Field(ge=1, le=5, description="Hops around root.")] = 2,
+    max_nodes: Annotated[int, Field(ge=1, le=20000, description="Most entities to include.")] = 300,
+) -> ExportResult:
+    """Export the graph (or the part around one entity) as a Mermaid diagram or as JSON."""
+    with store_for(ctx).reading() as index:
+        ids, cut = None, False
+        if root is not None:
+            index.require(root, "root")
+            distance, _, cut = analysis.neighbors(index, root, depth, None, "both", max_nodes)
+            ids = sorted(distance, key=lambda i: (distance[i], i))
+        entities, relations, truncated = interchange.select(index, ids, max_nodes)
+        truncated = truncated or cut
+    content = (
+        interchange.to_mermaid(entities, relations, truncated)
+        if format == "mermaid"
+        else interchange.to_json(entities, relations)
+    )
+    return ExportResult(
+        format=format, entities=len(entities), relations=len(relations), truncated=truncated, content=content
+    )
+
+
+def get_entropy_report(ctx: PluginContext) -> EntropyReport:
+    """Health of the graph: orphans, stale entities, density, connected groups, hubs, look-alike names,
+    relations to missing entities and unreadable lines, each with the ids affected and what to do."""
+    return entropy_report(store_for(ctx), ctx.config.stale_days)
+
+
+def import_graph(
+    ctx: PluginContext,
+    path: Annotated[str, Field(description="A memory.jsonl of the reference memory MCP server, inside the roots.")],
+    category: Annotated[
+        str | None, Field(description="Put every entity here; default: chosen from each entityType.")
+    ] = None,
+) -> ImportResult:
+    """Import the JSONL file of the reference 'memory' MCP server (entities with observations, relations).
+    Names become ids ('John Smith' -> 'john-smith'); existing ids are kept, never overwritten."""
+    store = store_for(ctx)
+    if category is not None:
+        store.check_category(category)
+    real = ctx.paths.resolve(path)
+    if not real.is_file():
+        raise GraphError(f"'{path}' is not a file")
+    parsed = interchange.read_memory_file(real, category, store.categories)
+    added_entities, added_relations, skipped = store.append_batch(parsed.entities, parsed.relations)
+    return ImportResult(
+        path=ctx.paths.display(real),
+        entities_added=len(added_entities),
+        relations_added=len(added_relations),
+        skipped=parsed.skipped + skipped,
+        ids={name: ident for name, ident in parsed.renamed.items() if name != ident},
+    )
+
+
+def register_tools(register: ToolRegistrar, ctx: PluginContext) -> None:
+    category = category_arg(ctx.config)
+    write = {"category": "write", "read_only": False, "destructive": False}
+    register(bound(add_entity, ctx, category=category), title="Add entity", idempotent=False, **write)
+    register(bound(connect_entities, ctx), title="Connect entities", idempotent=True, **write)
+    register(bound(import_graph, ctx), title="Import memory-server graph", idempotent=True, **write)
     read = {"category": "read", "read_only": True, "idempotent": True}
-    register(search_knowledge, title="Search knowledge", **read)
-    register(get_entity, title="Get entity", **read)
-    register(neighbors, title="Neighbours of an entity", **read)
-    register(find_path, title="Find a path", **read)
-    register(export_graph, title="Export graph", **read)
-    register(get_entropy_report, title="Entropy report", **read)
+    register(bound(search_knowledge, ctx), title="Search knowledge", **read)
+    register(bound(get_entity, ctx), title="Get entity", **read)
+    register(bound(neighbors, ctx), title="Neighbours of an entity", **read)
+    register(bound(find_path, ctx), title="Find a path", **read)
+    register(bound(export_graph, ctx), title="Export graph", **read)
+    register(bound(get_entropy_report, ctx), title="Entropy report", **read)
+
+
+def bound(fn: Callable[..., Any], ctx: PluginContext, **annotations: Any) -> Callable[..., Any]:
+    """The tool ``fn(ctx, ...)`` with ``ctx`` given, as the host takes it.
+
+    The host builds the tool's name, description and schemas from the result's name, docstring and
+    ``__signature__``: ``fn``'s, without ``ctx`` and with ``annotations`` replacing its parameters' own.
+    """
+    body = functools.partial(fn, ctx)
+    if inspect.iscoroutinefunction(fn):
+
+        async def call(**kwargs: Any) -> Any:
+            return await body(**kwargs)
+    else:
+
+        def call(**kwargs: Any) -> Any:
+            return body(**kwargs)
+
+    functools.update_wrapper(call, fn)
+    signature = inspect.signature(body, eval_str=True)
+    parameters = [p.replace(annotation=annotations.get(p.name, p.annotation)) for p in signature.parameters.values()]
+    call.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return call
 
 
 def _hit(index: GraphIndex, hit: Hit) -> SearchHit:
