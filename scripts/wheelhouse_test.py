@@ -1,17 +1,17 @@
-"""Wheels that compose: build every distribution, install them by name into fresh virtualenvs, serve, call.
+"""The README's install, as written: build every distribution, install by name into fresh virtualenvs, serve, call.
 
-1. ``uv build --all-packages`` makes the sdist of each distribution, then its wheel from that sdist,
-   into a temporary wheelhouse (so an sdist that misses a file fails here).
-2. A fresh virtualenv gets the host and the memory plugin: their third-party requirements (read from
-   the wheels' metadata) from the package index (by uv), then the first-party wheels by name, by pip, with
-   ``--no-index --no-deps --find-links WHEELHOUSE`` and no pip config: no index is ever asked for a
-   first-party name, so a registry package of the same name cannot be picked up. ``pip check`` then
-   proves every requirement is met.
-3. The venv's own ``nexus serve`` (started outside the repository) stores a memory and recalls it by
+1. The README's command, run from the repository with a fresh virtualenv's ``pip`` first on PATH:
+   ``scripts/wheels`` makes the sdist of each distribution, then its wheel from that sdist, into ``dist/`` (so an
+   sdist that misses a file fails here); ``pip install --find-links dist`` installs the host and the memory plugin
+   by name from there, their third-party requirements from the package index. Every installed first-party file
+   must be the one in ``dist/``'s wheel (by its RECORD hash): a registry package of the same name fails the test.
+   ``pip check`` then proves every requirement is met.
+2. The venv's own ``nexus serve`` (started outside the repository) stores a memory and recalls it by
    meaning through the official MCP client, which loads the tokenizer shipped in the memory wheel and
    the model its dependency ships.
-4. The other plugins are added the same way; every plugin answers one call, the bridge through a
+3. The other plugins are added the same way; every plugin answers one call, the bridge through a
    second ``nexus serve`` of the same venv that it mounts.
+4. The README's ``uv tool install`` line, into a temporary tool folder, gives a ``nexus`` that lists its plugins.
 
 Usage: scripts/wheelhouse-test [--keep]   (--keep leaves the temporary folder and prints it)
 """
@@ -38,7 +38,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = [REPO, *sorted((REPO / "plugins").glob("nexus_*")), *sorted((REPO / "examples").glob("nexus_*"))]
 CORE, MEMORY = "nexus-stack-core", "nexus-stack-memory"
-UV = Path(sys.executable).parent / "uv"  # a dev dependency: builds and installs third-party packages ~10x faster
+UV = Path(sys.executable).parent / "uv"  # a dev dependency, pinned: runs the README's `uv tool install` line
 
 
 def step(message: str) -> None:
@@ -56,14 +56,28 @@ def dist_name(folder: Path) -> str:
     return tomllib.loads((folder / "pyproject.toml").read_text())["project"]["name"]
 
 
-def build(wheelhouse: Path) -> dict[str, Path]:
-    """Every distribution's sdist, and its wheel built from that sdist. Returns the wheels by name."""
-    run(UV, "build", "--all-packages", "--out-dir", wheelhouse, cwd=REPO)
+def readme_command(prefix: str) -> str:
+    """The README's install command that starts with ``prefix``, without its comment: the test runs what users read."""
+    for line in (REPO / "README.md").read_text().splitlines():
+        if line.startswith(prefix):
+            return line.split("  #")[0].strip()
+    raise SystemExit(f"README.md has no command starting with {prefix!r}")
+
+
+def pip_env(venv: Path) -> dict[str, str]:
+    """The venv's ``pip`` first on PATH, and no pip config (its find-links and extra indexes): PyPI and dist/ only."""
+    keep = {"PIP_CERT", "PIP_DEFAULT_TIMEOUT", "PIP_DISABLE_PIP_VERSION_CHECK"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k in keep}
+    return env | {"PIP_CONFIG_FILE": os.devnull, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+
+
+def wheels_in(dist: Path) -> dict[str, Path]:
+    """Every distribution's wheel in ``dist``, by name; each has its sdist beside it."""
     wheels = {}
     for folder in FOLDERS:
         stem = dist_name(folder).replace("-", "_")
-        assert len(list(wheelhouse.glob(f"{stem}-*.tar.gz"))) == 1, f"no sdist of {stem}"
-        (wheel,) = wheelhouse.glob(f"{stem}-*-py3-none-any.whl")
+        assert len(list(dist.glob(f"{stem}-*.tar.gz"))) == 1, f"no sdist of {stem}"
+        (wheel,) = dist.glob(f"{stem}-*-py3-none-any.whl")
         wheels[dist_name(folder)] = wheel
     return wheels
 
@@ -81,30 +95,24 @@ def check_memory_wheel(wheel: Path) -> None:
         assert data in names, f"{wheel.name} lacks {data}"
 
 
-def third_party(wheels: dict[str, Path], names: list[str]) -> list[str]:
-    """The requirements of ``names`` that are not first-party (extras' requirements left out)."""
-    requirements = []
-    for name in names:
-        for req in metadata(wheels[name]).get_all("Requires-Dist") or []:
-            project = re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", req).group()).lower()
-            if "extra ==" not in req and project not in wheels:
-                requirements.append(req)
-    return sorted(set(requirements))
+def record(text: str) -> set[tuple[str, str]]:
+    """A RECORD's files with their hashes (pip adds .pyc files without one, and rewrites the dist-info)."""
+    rows = (line.split(",") for line in text.splitlines() if line)
+    return {(path, digest) for path, digest, *_ in rows if digest and ".dist-info/" not in path}
 
 
-def install(venv: Path, wheelhouse: Path, wheels: dict[str, Path], names: list[str]) -> None:
-    requirements = third_party(wheels, names)
-    if requirements:
-        run(UV, "pip", "install", "--quiet", "--python", venv / "bin/python", *requirements)
-    pip = [venv / "bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    # Only the wheelhouse: no index, no pip config (its find-links and extra indexes), no dependencies.
-    isolated = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
-    run(*pip, "--no-index", "--no-deps", "--find-links", wheelhouse, *names, env=isolated)
+def check_from_dist(venv: Path, wheels: dict[str, Path], names: list[str]) -> None:
+    """Each of ``names`` is installed at its wheel's version, every file the wheel's own: no index's package."""
     run(venv / "bin/python", "-m", "pip", "check")
-    installed = json.loads(run(venv / "bin/python", "-m", "pip", "list", "--format=json"))
-    versions = {p["name"]: p["version"] for p in installed}
+    code = (
+        "import sys, importlib.metadata as m; d = m.distribution(sys.argv[1])\nprint(d.version, d.read_text('RECORD'))"
+    )
     for name in names:
-        assert versions.get(name) == metadata(wheels[name])["Version"], f"{name} is not the wheelhouse's"
+        version, _, installed = run(venv / "bin/python", "-c", code, name).partition(" ")
+        with zipfile.ZipFile(wheels[name]) as zf:
+            wanted = record(zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))).decode())
+        assert version == metadata(wheels[name])["Version"], f"{name} {version} is not dist/'s"
+        assert wanted <= record(installed), f"{name}: the installed files are not those of {wheels[name].name}"
 
 
 def server_env(home: Path, venv: Path) -> dict[str, str]:
@@ -186,29 +194,43 @@ def check_imports_from(venv: Path, work: Path, modules: list[str]) -> None:
         assert Path(path).is_relative_to(venv), f"{path} is not inside {venv}"
 
 
+def check_uv_tool(tmp: Path, venv: Path) -> None:
+    """The README's ``uv tool install`` line gives a ``nexus`` with the plugins it names."""
+    command = readme_command("uv tool install --find-links dist ")
+    tools = {"UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-bin")}
+    path = f"{UV.parent}:{os.environ['PATH']}"  # the pinned uv of .venv
+    run("bash", "-c", command, env=os.environ | tools | {"PATH": path}, cwd=REPO)
+    versions = run(tmp / "uv-bin/nexus", "--version", env=server_env(tmp, venv))
+    for name in re.findall(r"--with (\S+)", command):
+        assert name in versions, versions
+    step(f"  {command}: {versions.splitlines()[0]}, {len(versions.splitlines()) - 2} plugins")
+
+
 def main() -> None:
     keep = "--keep" in sys.argv
     tmp = Path(tempfile.mkdtemp(prefix="nexus-wheelhouse-"))
     try:
-        wheelhouse = tmp / "wheelhouse"
-        step(f"building {len(FOLDERS)} distributions (sdist, then the wheel from it) into {wheelhouse}")
-        wheels = build(wheelhouse)
-        check_memory_wheel(wheels[MEMORY])
         venv, work = tmp / "venv", tmp / "work"
         work.mkdir()
         (work / "README.md").write_text("a file for read_file\n")
         run(sys.executable, "-m", "venv", venv)
-        step(f"installing {CORE} and {MEMORY} by name from the wheelhouse")
-        install(venv, wheelhouse, wheels, [CORE, MEMORY])
+        command = readme_command("scripts/wheels && pip install --find-links dist ")
+        step(f"the README's install, in a fresh venv: {command}")
+        run("bash", "-c", command, env=pip_env(venv), cwd=REPO)
+        wheels = wheels_in(REPO / "dist")
+        check_memory_wheel(wheels[MEMORY])
+        check_from_dist(venv, wheels, [CORE, MEMORY])
         check_imports_from(venv, work, ["nexus_core", "nexus_memory"])
         anyio.run(serve_and_check, venv, work, write_config(work, venv, everything=False), False)
         others = [name for name in wheels if name not in (CORE, MEMORY)]
         step(f"adding {', '.join(others)}")
-        install(venv, wheelhouse, wheels, others)
+        run("bash", "-c", f"pip install --find-links dist {' '.join(others)}", env=pip_env(venv), cwd=REPO)
+        check_from_dist(venv, wheels, others)
         versions = run(venv / "bin/nexus", "--version", cwd=work)
         assert all(name in versions for name in wheels if name != CORE), versions
         shutil.rmtree(work / "data")
         anyio.run(serve_and_check, venv, work, write_config(work, venv, everything=True), True)
+        check_uv_tool(tmp, venv)
         step("wheelhouse test passed")
     finally:
         if keep:
