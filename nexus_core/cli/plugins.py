@@ -1,9 +1,18 @@
-"""``nexus plugins``, ``nexus tools`` and ``nexus call``: the plugins built in this process, listed or called."""
+"""``nexus plugins``, ``nexus tools`` and ``nexus call``: through the user's shared server, like every client.
+
+The shared server owns the stores: a second host in this process would find them in use. So these commands
+ask the shared server (starting it if none runs); ``--standalone`` builds the host in this process instead.
+``nexus call`` is a client session like any other (launched here, with this folder, ``--root`` and
+``--profile``): it goes through a relay, the gate and the audit log.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,96 +20,109 @@ import click
 from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail, table
 from nexus_core.errors import NexusError
-from nexus_core.serve.options import CONFIG_FLAGS, ServeOptions
+from nexus_core.serve import rendezvous
+from nexus_core.serve.options import CONFIG_FLAGS, LIBRARIES, NAME, PROFILE, ROOT, STANDALONE, ServeOptions
 
 if TYPE_CHECKING:
+    from mcp import ClientSession
+
     from nexus_core.host.build import Host
+
+LISTING_FLAGS = (*CONFIG_FLAGS, LIBRARIES, NAME, STANDALONE)
+CALL_FLAGS = (*LISTING_FLAGS, ROOT, PROFILE)
 
 
 def built_host(values: dict[str, Any]) -> Host:
     """The host for the config these options name (the SDK and the plugins are imported here, not before)."""
     from nexus_core.assembly import build_host
-    from nexus_core.config.effective import load
+    from nexus_core.config.effective import load, with_libraries
 
     options = ServeOptions.of(values)
     try:
-        return build_host(load(options.config, options.overrides, options.verbose))
+        return build_host(with_libraries(load(options.config, options.overrides, options.verbose), options.libraries))
     except NexusError as exc:
         fail(str(exc))
 
 
+def shared_answer(values: dict[str, Any], request: str) -> dict[str, Any]:
+    """The shared server's answer to a control line (the server is started if none runs)."""
+    from nexus_core.cli.server import ensure_running
+
+    key = ensure_running(ServeOptions.of(values))
+    answer = rendezvous.ask(key, request, timeout=60)
+    if not answer or answer.get("nexus") != request:
+        fail(f"the shared server did not answer `{request}`: {answer} (see `nexus server status`)", code=1)
+    return answer
+
+
 @click.command()
-@flags(*CONFIG_FLAGS)
+@flags(*LISTING_FLAGS)
 def plugins(**values: Any) -> None:
     """List plugins: version, status, categories granted out of those available, and what they report at run time."""
-    import anyio
+    if values.get("standalone"):
+        import anyio
 
-    host = built_host(values)
-    report = anyio.run(_status, host)
-    rows = [("PLUGIN", "VERSION", "STATUS", "GRANTED", "AVAILABLE", "SOURCE")]
-    for state in sorted(host.plugins.values(), key=lambda s: s.name):
-        granted = sorted(state.grants.categories) if state.grants else []
-        rows.append(
-            (
-                state.name,
-                state.record.version or "-",
-                state.status,
-                ",".join(granted) or "-",
-                ",".join(state.categories) or "-",
-                state.record.source,
-            )
-        )
-    table(rows)
-    for plugin, lines in sorted(report.items()):
+        from nexus_core.host import catalog
+
+        host = built_host(values)
+        answer = anyio.run(_running_answer, host, catalog.plugins_answer)
+    else:
+        answer = shared_answer(values, "plugins")
+    table([("PLUGIN", "VERSION", "STATUS", "GRANTED", "AVAILABLE", "SOURCE"), *map(tuple, answer["plugins"])])
+    for plugin, lines in sorted(answer["report"].items()):
         if lines:
             click.echo(f"\n{plugin}:")
             for line in lines:
                 click.echo(f"  {line}")
 
 
-async def _status(host: Host) -> dict[str, list[str]]:
-    async with host.running():
-        return await host.status()
-
-
 @click.command()
-@flags(*CONFIG_FLAGS)
+@flags(*LISTING_FLAGS)
 def tools(**values: Any) -> None:
     """List every tool with its plugin, category and whether it is granted (bridged servers' tools too)."""
-    import anyio
+    if values.get("standalone"):
+        import anyio
 
-    host = built_host(values)
-    anyio.run(_settled, host)
-    found = [(e.plugin, e.name, e.spec.category, e.refusal) for e in host.tools.values()]
-    found += [(e.plugin, e.key, e.item.category, e.refusal) for e in host.live.entries["tool"].values()]  # type: ignore[union-attr]
-    rows = [("TOOL", "PLUGIN", "CATEGORY", "STATUS")]
-    for plugin, name, category, refusal in sorted(found):
-        status = "granted" if refusal is None else "refused: " + refusal.split(": ", 1)[-1]
-        rows.append((name, plugin, category, status))
-    table(rows)
+        host = built_host(values)
+        rows = anyio.run(_running_answer, host, _settled_rows)
+    else:
+        rows = shared_answer(values, "tools")["tools"]
+    table([("TOOL", "PLUGIN", "CATEGORY", "STATUS"), *map(tuple, rows)])
 
 
-async def _settled(host: Host) -> None:
-    """Start the plugins until what they publish at run time has arrived (within their limits)."""
+async def _running_answer(host: Host, answer: Any) -> Any:
     async with host.running():
-        await host.settle()
+        return await answer(host)
+
+
+async def _settled_rows(host: Host) -> list[list[str]]:
+    """The tool rows once what the plugins publish at run time has arrived (within their limits)."""
+    from nexus_core.host import catalog
+
+    await host.settle()
+    return catalog.tool_rows(host)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@flags(*CONFIG_FLAGS)
+@flags(*CALL_FLAGS)
 @click.argument("tool")
 @click.argument("arguments", nargs=-1)
 @click.option("--json", "json_args", help="All arguments as one JSON object.")
 def call(tool: str, arguments: tuple[str, ...], json_args: str | None, **values: Any) -> None:
-    """Run one tool in-process and print its result: nexus call TOOL key=value ..."""
+    """Call one tool and print its result: nexus call TOOL key=value ... (a session of the shared server)."""
     import anyio
 
-    host = built_host(values)
+    runner = _call_standalone if values.get("standalone") else _call_shared
     try:
-        args = _call_arguments(host, tool, arguments, json_args)
+        given = json_object(json_args)
+        for pair in arguments:  # checked here: inside the session an error would arrive wrapped
+            if "=" not in pair:
+                raise NexusError(f"expected key=value, got '{pair}'")
+        result = anyio.run(runner, ServeOptions.of(values), tool, arguments, given)
     except NexusError as exc:
         fail(str(exc))
-    result = anyio.run(_call, host, tool, args)
+    except Exception as exc:  # the relay could not reach a server: it said why on stderr, above
+        fail(f"no answer from the shared server ({type(exc).__name__}); its reason is above", code=2)
     if result is None:
         sys.exit(1)
     text = "\n".join(getattr(block, "text", None) or block.model_dump_json() for block in result.content)
@@ -111,7 +133,17 @@ def call(tool: str, arguments: tuple[str, ...], json_args: str | None, **values:
     click.echo(text)
 
 
-async def _call(host: Host, tool: str, args: dict[str, Any]) -> Any:
+async def _call_shared(options: ServeOptions, tool: str, pairs: tuple[str, ...], given: dict[str, Any]) -> Any:
+    async with shared_session(options) as session:
+        listed = {t.name: t.input_schema for t in (await session.list_tools()).tools}
+        args = given | typed_pairs(listed.get(tool, {}).get("properties", {}), pairs)
+        return await session.call_tool(tool, args)
+
+
+async def _call_standalone(options: ServeOptions, tool: str, pairs: tuple[str, ...], given: dict[str, Any]) -> Any:
+    host = built_host(vars(options))
+    entry = host.tools.get(tool)
+    args = given | typed_pairs(entry.sdk.parameters.get("properties", {}) if entry and entry.sdk else {}, pairs)
     async with host.running():
         try:
             return await host.server.call_tool(tool, args)
@@ -120,22 +152,36 @@ async def _call(host: Host, tool: str, args: dict[str, Any]) -> Any:
             return None
 
 
-def _call_arguments(host: Host, tool: str, pairs: tuple[str, ...], json_args: str | None) -> dict[str, Any]:
-    """``key=value`` pairs typed by the tool's input schema (strings stay strings), or ``--json``."""
+@asynccontextmanager
+async def shared_session(options: ServeOptions) -> AsyncIterator[ClientSession]:
+    """An initialized MCP client session of the shared server, through a relay launched from this folder."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    relay = [sys.executable, "-m", "nexus_core", "serve", *options.argv()]
+    params = StdioServerParameters(command=relay[0], args=relay[1:], env=dict(os.environ), cwd=os.getcwd())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def json_object(json_args: str | None) -> dict[str, Any]:
+    """``--json``: all arguments as one JSON object."""
+    if not json_args:
+        return {}
+    try:
+        args = json.loads(json_args)
+    except json.JSONDecodeError as exc:
+        raise NexusError(f"--json is not valid JSON: {exc}") from None
+    if not isinstance(args, dict):
+        raise NexusError("--json must be a JSON object")
+    return args
+
+
+def typed_pairs(properties: dict[str, Any], pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``key=value`` pairs typed by the tool's input schema (strings stay strings)."""
     args: dict[str, Any] = {}
-    if json_args:
-        try:
-            args = json.loads(json_args)
-        except json.JSONDecodeError as exc:
-            raise NexusError(f"--json is not valid JSON: {exc}") from None
-        if not isinstance(args, dict):
-            raise NexusError("--json must be a JSON object")
-    entry = host.tools.get(tool)
-    properties = entry.sdk.parameters.get("properties", {}) if entry and entry.sdk else {}
     for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise NexusError(f"expected key=value, got '{pair}'")
+        key, _, raw = pair.partition("=")
         args[key] = raw if properties.get(key, {}).get("type") == "string" else _json_or_text(raw)
     return args
 

@@ -67,7 +67,7 @@ def ensure_running(options: ServeOptions) -> str:
         try:
             relay.Relay(key, shape, {}).start_only()
         except relay.RelayError as exc:
-            raise click.ClickException(str(exc)) from None
+            fail(str(exc), exc.code)
     return key
 
 

@@ -109,6 +109,19 @@ class ServeOptions:
     def parse(cls, argv: Sequence[str], flags: Iterable[Flag] = RELAY_FLAGS, prog: str = "nexus serve") -> ServeOptions:
         return cls.of(vars(parser(flags, prog).parse_args(argv)))
 
+    def argv(self, flags: Iterable[Flag] = RELAY_FLAGS) -> list[str]:
+        """These options as the command line of ``nexus serve`` (to launch a relay as a client does)."""
+        out: list[str] = []
+        for flag in flags:
+            value = getattr(self, flag.dest)
+            if flag.kind == "switch":
+                out += [flag.names[-1]] if value else []
+            elif flag.repeated:
+                out += [a for item in value for a in (flag.names[-1], str(item))]
+            elif value is not None and not (flag.kind == "transport" and value == "stdio"):
+                out += [flag.names[-1], str(value)]
+        return out
+
     def server_args(self, config: Path | None) -> list[str]:
         """The arguments that shape the server itself (so they are part of its identity), not one session.
 

@@ -46,7 +46,7 @@ from nexus_core.config.model import NexusConfig
 from nexus_core.config.narrowing import read_narrowing
 from nexus_core.console import last_used as console_last_used
 from nexus_core.errors import NexusError
-from nexus_core.host import sdk
+from nexus_core.host import catalog, sdk
 from nexus_core.host.build import Host
 from nexus_core.serve import rendezvous
 from nexus_core.serve.client_pipes import ClientPipes
@@ -183,6 +183,10 @@ class SharedServer:
                     await _send(stream, await self._console())
                 case "http":
                     await self._hold_http(stream, hello)
+                case "tools":  # `nexus tools`: the host's tools, refused ones too
+                    await _send(stream, {"nexus": "tools", "tools": catalog.tool_rows(self.host)})
+                case "plugins":
+                    await _send(stream, {"nexus": "plugins", **await catalog.plugins_answer(self.host)})
                 case "hello":
                     await self._session(stream, reader, hello, state)
                 case _:

@@ -3,6 +3,7 @@ the official MCP client, and tool files added, edited, broken and deleted under 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 from collections.abc import AsyncIterator, Callable
@@ -163,4 +164,8 @@ def test_nexus_plugins_and_tools_report_a_file_that_fails_to_load(tmp_path: Path
     )
     assert tools.returncode == 0, tools.stderr
     assert [line.split()[:4] for line in tools.stdout.splitlines()[1:]] == [["greet", "tools", "custom", "granted"]]
-    assert f"tool file {tmp_path / 'tools' / 'broken.py'} failed to load: SyntaxError at line 1" in tools.stderr
+    status = subprocess.run(
+        nexus_command("server", "status", "--json", "--config", str(config)), capture_output=True, text=True
+    )
+    log = Path(json.loads(status.stdout)["log"]).read_text()  # the shared server answered both: its log says why
+    assert f"tool file {tmp_path / 'tools' / 'broken.py'} failed to load: SyntaxError at line 1" in log
