@@ -63,7 +63,7 @@ async def main(calls: int, block: int, files: int) -> None:
         pm = get_plugin_manager()
         pm.register(nexus_files, name="files")
         host = build_host(parse_config(data, source="bench.toml", base_dir=Path(tmp)), pm)
-        git = next(c.cell_contents for c in _closure(host) if type(c.cell_contents).__name__ == "Git")
+        git = nexus_files.git.git_of(host.plugins["files"].ctx)
         args = {"repo": str(repo)}
         times: dict[str, list[float]] = {"libgit2": [], "git": []}
         first = {}
@@ -95,15 +95,6 @@ async def main(calls: int, block: int, files: int) -> None:
         mean = statistics.fmean(values) * 1000
         print(f"{name:>13}: p50 {pct(values, 0.5):.3f} ms  p95 {pct(values, 0.95):.3f} ms  mean {mean:.3f}")
     print(f"call ratio libgit2/git p50: {pct(times['libgit2'], 0.5) / pct(times['git'], 0.5):.2f}x")
-
-
-def _closure(host):
-    """The cells of the registered git_status tool (its ``git`` is the plugin's Git)."""
-    tool = host.server._tool_manager.get_tool("git_status")
-    fn = tool.fn
-    while hasattr(fn, "__wrapped__") or hasattr(fn, "func"):
-        fn = getattr(fn, "__wrapped__", None) or fn.func
-    return fn.__closure__ or ()
 
 
 def _structured(result) -> object:
