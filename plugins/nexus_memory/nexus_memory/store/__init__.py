@@ -9,7 +9,7 @@
 """
 
 from nexus_memory.store.chroma import ChromaStore
-from nexus_memory.store.opening import HNSW, SYNC_THRESHOLD, collection_metadata
+from nexus_memory.store.opening import HNSW, LOCK_FILE, SYNC_THRESHOLD, collection_metadata
 from nexus_memory.store.records import (
     LEGACY_RECIPE,
     MAX_PARTS,
@@ -31,6 +31,7 @@ from nexus_memory.store.records import (
 __all__ = [
     "HNSW",
     "LEGACY_RECIPE",
+    "LOCK_FILE",
     "MAX_PARTS",
     "PENDING",
     "RECIPES",
