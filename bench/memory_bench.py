@@ -9,7 +9,7 @@ with the real MiniLM model and an embedded Chroma. Bulk data is embedded once
 per size in batches with the plugin's own embedder and inserted with
 ``collection.add``; the timed calls are ``recall_memories`` and ``store_memory``.
 The bench also counts how many recalls needed Chroma's full-text lookup (the
-others were settled by the semantic candidates alone, see ``retrieval.py``).
+others were settled by the semantic candidates alone, see ``recall/scoring.py``).
 The queries are the 72 of ``tests/memory/memory_recall_set.json`` (the labeled
 set the plugin's tests use), then generated ones. Servers it starts run with a
 home folder of their own. Recall quality: ``recall_plugin.py``.
@@ -37,7 +37,7 @@ import nexus_memory
 from nexus_core.assembly import build_host
 from nexus_core.config.model import parse_config
 from nexus_core.host.discovery import get_plugin_manager
-from nexus_memory.embedders import create
+from nexus_memory.embed import create
 from nexus_memory.store import LOCK_FILE, Record
 
 HERE = Path(__file__).parent
@@ -177,8 +177,7 @@ def host_for(data_dir: Path) -> Any:
 
 
 def store_of(host: Any) -> Any:
-    (rt,) = nexus_memory._RUNTIMES.values()
-    return rt.service().store
+    return nexus_memory.service_of(host.plugins["memory"].ctx).store
 
 
 def count_calls(obj: Any, name: str) -> list[int]:
@@ -247,7 +246,6 @@ async def server_rss(data_dir: Path, queries: list[str]) -> float:
 
 
 async def latency(size: int, queries: list[str], report: list[str]) -> dict[str, float]:
-    nexus_memory._RUNTIMES.clear()
     with tempfile.TemporaryDirectory() as tmp:
         host = host_for(Path(tmp))
         async with Client(host.server) as client:

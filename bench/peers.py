@@ -239,7 +239,7 @@ def graph_data(folder: Path, n: int) -> tuple[Path, Path, list[str]]:
 def memory_store(folder: Path, n: int) -> list[memory_bench.Record]:
     """The memory plugin's store of n generated memories in ``folder`` (kept: embedding 100k takes minutes)."""
     from nexus_memory.config import MemoryConfig
-    from nexus_memory.embedders import create
+    from nexus_memory.embed import create
     from nexus_memory.store import ChromaStore, recipe_for
 
     config = MemoryConfig()  # the defaults: a store made with other ones is made again

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexus_memory.embedders import EmbedderError, create
+from nexus_memory.embed import EmbedderError, create
 from nexus_memory.service import MemoryService
 from nexus_memory.store import LEGACY_RECIPE, SENTENCES_RECIPE, TAGS_RECIPE, ChromaStore, LinkRecord, Record
 
@@ -159,9 +159,8 @@ def build(root: Path, name: str, records: list[Record], supersedes: list[tuple[s
         batch = records[start : start + BATCH]
         store.add(batch, store.embed_records(batch))
     for source, target in supersedes:
-        store.put_link(LinkRecord(source, target, "supersedes", "", "2025-01-01T00:00:00+00:00"))
-    service = MemoryService(store)
-    service._touch = lambda records: None  # type: ignore[method-assign]  # every query sees the same store
+        store.links.put(LinkRecord(source, target, "supersedes", "", "2025-01-01T00:00:00+00:00"))
+    service = MemoryService(store, touch=False)  # every query sees the same store
     return service
 
 

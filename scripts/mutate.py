@@ -472,7 +472,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "exact-term-boost-off",
-        MEMORY + "retrieval.py",
+        MEMORY + "recall/scoring.py",
         "BOOST = 0.15",
         "BOOST = 0.0",
         "tests/memory/test_recall.py::test_an_exact_term_reaches_a_memory_beyond_the_semantic_candidates",
@@ -480,7 +480,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "failed-write-not-undone",
-        MEMORY + "store.py",
+        MEMORY + "store/chroma.py",
         "            self._pending_undo += reversed(journal)",
         "            pass",
         "tests/memory/test_failures.py::test_a_store_that_fails_on_a_full_disk_says_why_and_leaves_nothing",
@@ -488,7 +488,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "model-checksum-not-checked",
-        MEMORY + "embedders.py",
+        MEMORY + "embed/minilm.py",
         '            _check_sha256(model.read_bytes(), MINILM_SHA256, f"MiniLM model {model}")\n',
         "",
         "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums",
@@ -496,7 +496,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "tokenizer-checksum-not-checked",
-        MEMORY + "embedders.py",
+        MEMORY + "embed/minilm.py",
         '            _check_sha256(tok_bytes, TOKENIZER_SHA256, "the shipped tokenizer.json")\n',
         "",
         "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums",
@@ -504,7 +504,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "mpnet-ffn-output-quantized",
-        MEMORY + "mpnet.py",
+        MEMORY + "embed/mpnet_model.py",
         ' or any(i.endswith("output.dense.weight") for i in n.input))',
         ")",
         "tests/memory/test_mpnet_embedder.py::test_mpnet_vectors_match_the_full_precision_model",
@@ -512,7 +512,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "mpnet-no-relative-position-bias",
-        MEMORY + "mpnet.py",
+        MEMORY + "embed/mpnet_model.py",
         'node("Add", [node("Mul", [scores, scale]), bias])',
         'node("Mul", [scores, scale])',
         "tests/memory/test_mpnet_embedder.py::test_mpnet_vectors_match_the_full_precision_model",
@@ -520,7 +520,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "mpnet-weights-not-checked",
-        MEMORY + "mpnet.py",
+        MEMORY + "embed/mpnet_model.py",
         '    _check(weights, WEIGHTS_SHA256, "the model\'s model.safetensors")\n',
         "",
         "tests/memory/test_mpnet_embedder.py::test_a_tampered_model_is_refused_and_nothing_is_cached",
@@ -528,7 +528,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "chroma-default-embedding-function",
-        MEMORY + "store.py",
+        MEMORY + "store/chroma.py",
         "                self.collection_name,\n                embedding_function=None,\n",
         "                self.collection_name,\n",
         "tests/memory/test_embedders.py::test_nothing_is_downloaded_and_no_default_embedding_function",
@@ -536,7 +536,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "chroma-sync-threshold-not-applied",
-        MEMORY + "store.py",
+        MEMORY + "store/chroma.py",
         "        self._tune(memories)\n",
         "",
         "tests/memory/test_chroma_tuning.py::test_collections_made_with_chromas_default_sync_threshold_get_the_stores_at_open",
@@ -544,7 +544,7 @@ MUTATIONS: list[Mutation] = [
     ),
     m(
         "store-lock-not-taken",
-        MEMORY + "lock.py",
+        MEMORY + "store/lock.py",
         "            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
         "            pass",
         "tests/memory/test_lock.py",
@@ -553,7 +553,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "delete-keeps-links",
         MEMORY + "service.py",
-        "                removed = self.store.remove_links(self.store.links_of(record.id))",
+        "                removed = self.store.links.remove(self.store.links.of(record.id))",
         "                removed = 0",
         "tests/memory/test_tools.py::test_links_explore_and_delete",
         "delete_memory removes the memory's links",

@@ -16,7 +16,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 80
-REBUILT = {"nexus_memory": "rebuilt in branch memory-pipeline"}
 
 
 @dataclass(frozen=True)
@@ -135,15 +134,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 PLUGINS = plugins()
-# One case per plugin; another branch rebuilds the memory plugin, so its cases may fail here.
-CASES = [
-    pytest.param(
-        p,
-        id=p.folder.name,
-        marks=[pytest.mark.xfail(reason=REBUILT[p.folder.name], strict=False)] if p.folder.name in REBUILT else [],
-    )
-    for p in PLUGINS
-]
+CASES = [pytest.param(p, id=p.folder.name) for p in PLUGINS]  # one case per plugin
 
 
 def test_every_plugin_is_found() -> None:

@@ -16,7 +16,7 @@ from nexus_core.assembly import build_host
 from nexus_core.config.model import parse_config
 from nexus_core.host.build import Host
 from nexus_core.host.discovery import get_plugin_manager
-from nexus_memory.embedders import MiniLMEmbedder
+from nexus_memory.embed import MiniLMEmbedder
 from tests.conftest import nexus_command, server_env
 
 ALL = ["read", "write", "delete"]
@@ -57,9 +57,9 @@ async def client(memory_host: Callable[..., Any]) -> AsyncIterator[Client]:
         yield c
 
 
-def runtime_of(host: Host) -> Any:
-    """The memory plugin's runtime inside ``host`` (to reach its store in a test)."""
-    return nexus_memory.runtime(host.plugins["memory"].ctx)
+def service_in(host: Host) -> Any:
+    """The memory plugin's service inside ``host``: the public way in, ``nexus_memory.service_of``."""
+    return nexus_memory.service_of(host.plugins["memory"].ctx)
 
 
 def memory_config(tmp_path: Path, name: str = "nexus.toml", extra: str = "") -> Path:

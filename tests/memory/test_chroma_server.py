@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from nexus_memory.store import ChromaStore
+from nexus_memory.store.parts import Parts
 from tests.conftest import free_port
 from tests.memory.helpers import call, store
 
@@ -65,13 +65,13 @@ def chroma_server(tmp_path: Path) -> Iterator[str]:
 async def test_store_and_recall_on_a_chroma_server(
     memory_host, chroma_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real, askers = ChromaStore.nearest_part_dots, []
+    real, askers = Parts.nearest_dots, []
 
-    def nearest_part_dots(self: ChromaStore, *args: Any) -> Any:
+    def nearest_dots(self: Parts, *args: Any) -> Any:
         askers.append(threading.current_thread().name)
         return real(self, *args)
 
-    monkeypatch.setattr(ChromaStore, "nearest_part_dots", nearest_part_dots)
+    monkeypatch.setattr(Parts, "nearest_dots", nearest_dots)
     async with Client(memory_host(chroma_url=chroma_server).server) as client:
         a = await store(client, "gRPC calls fail with DEADLINE_EXCEEDED under load.", "gateway", ["grpc"], "failure")
         b = await store(client, "Per-method deadlines fixed the gRPC timeouts.", "gateway", ["grpc"], "success")

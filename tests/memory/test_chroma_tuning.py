@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nexus_memory.embedders import create
+from nexus_memory.embed import create
 from nexus_memory.store import SENTENCES_RECIPE, SYNC_THRESHOLD, ChromaStore, collection_metadata
 
 
 def _sync_thresholds(st: ChromaStore) -> tuple[int, int]:
-    return st.memories.configuration_json["hnsw"]["sync_threshold"], st.parts.configuration_json["hnsw"][
+    return st.memories.configuration_json["hnsw"]["sync_threshold"], st.parts.collection.configuration_json["hnsw"][
         "sync_threshold"
     ]
 

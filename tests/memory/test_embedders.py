@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from nexus_memory import embedders
-from nexus_memory.embedders import MINILM_SHA256, EmbedderError, MiniLMEmbedder, _check_sha256, available, create
+import nexus_memory
+from nexus_memory.embed import MINILM_SHA256, EmbedderError, MiniLMEmbedder, available, create, minilm
+from nexus_memory.embed.base import _check_sha256
 from nexus_memory.store import SENTENCES_RECIPE
 from tests.memory.helpers import call, fails, store
 
@@ -103,10 +104,7 @@ async def test_nothing_is_downloaded_and_no_default_embedding_function(memory_ho
     host = memory_host()
     async with Client(host.server) as client:
         mid = await store(client, "Offline memory.", "api", ["x"])
-        from nexus_memory import _RUNTIMES
-
-        (rt,) = [r for r in _RUNTIMES.values() if r.ctx.data_dir_path.is_relative_to(tmp_path)]
-        collection = rt.service().store.memories
+        collection = nexus_memory.service_of(host.plugins["memory"].ctx).store.memories
         assert collection._embedding_function is None
         assert (collection.configuration or {}).get("embedding_function") is None
         stored = collection.get(ids=[mid], include=["embeddings"])["embeddings"][0]
@@ -124,7 +122,7 @@ def test_loading_checks_the_model_and_tokenizer_checksums(monkeypatch: pytest.Mo
         _session = None
         _tokenizer = None
 
-    monkeypatch.setattr(embedders, constant, "0" * 64)
+    monkeypatch.setattr(minilm, constant, "0" * 64)
     with pytest.raises(EmbedderError, match=f"has sha256 [0-9a-f]{{64}}, expected {'0' * 64}"):
         Fresh._load()
     assert Fresh._session is None and Fresh._tokenizer is None

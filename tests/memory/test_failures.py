@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
+from tests.memory.conftest import holder_pid, memory_config, served, service_in
 from tests.memory.helpers import PG_FIX, call, store
 
 pytestmark = pytest.mark.anyio
@@ -64,7 +64,7 @@ async def test_a_cancelled_store_leaves_nothing(memory_host, data_dir: Path) -> 
     host = memory_host()
     async with Client(host.server) as client:
         await call(client, "ping")
-        write_lock, held = runtime_of(host).service().store.write_lock, threading.Event()
+        write_lock, held = service_in(host).store.write_lock, threading.Event()
 
         def hold_the_store() -> None:  # another writer, busy for a while: the store waits for it
             with write_lock:

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from nexus_memory import retrieval
-from nexus_memory import store as store_module
-from nexus_memory.embedders import create
-from nexus_memory.mirror import Mirror, Unsupported, allowed
+from nexus_memory.embed import create
+from nexus_memory.recall import scoring
 from nexus_memory.store import ChromaStore, where_clause, with_any_tag
-from tests.memory.conftest import runtime_of
+from nexus_memory.store import chroma as store_module
+from nexus_memory.store.mirror import Mirror, Unsupported, allowed
+from tests.memory.conftest import service_in
 from tests.memory.helpers import call, fails, store
 
 LABELED = Path(__file__).parent / "memory_recall_set.json"
@@ -26,7 +26,7 @@ def _no_chroma_reads(st: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> list[s
     """Record every query or get that reaches Chroma's memories or sentence vectors collection (" beside": asked
     from recall's side thread)."""
     asked: list[str] = []
-    for collection, prefix in ((st.memories, ""), (st.parts, "parts.")):
+    for collection, prefix in ((st.memories, ""), (st.parts.collection, "parts.")):
         for name in ("query", "get"):
             real = getattr(collection, name)
 
@@ -67,8 +67,8 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
     async with Client(host.server) as client:
         for m in labeled["memories"]:
             await store(client, m["content"], m["context"], m["tags"], m["memory_type"])
-        assert runtime_of(host).service().parts.drain(timeout=120)  # the sentence vectors, written in the background
-        st = runtime_of(host).service().store
+        assert service_in(host).parts.drain(timeout=120)  # the sentence vectors, written in the background
+        st = service_in(host).store
         assert st.mirror() is not None and len(st.mirror()) == len(labeled["memories"])
         everyone = list(st.get(list(st.mirror().ids)).values())
         asked = _no_chroma_reads(st, monkeypatch)
@@ -78,21 +78,21 @@ async def test_the_labeled_set_recalls_the_same_through_the_mirror_as_through_ch
             asked.clear()
             mirrored = await _recalled(client, st, query, by_chroma=False)
             vector = st.embed_query(query)[0]
-            best = st.best_parts(vector, everyone)
+            best = st.parts.best(vector, everyone)
             assert asked == []  # answered in process, the sentence vectors too
             assert mirrored == await _recalled(client, st, query, by_chroma=True), query
             # The sentence vectors nearest the query, asked for beside the candidates' query.
             assert "query" in asked and "parts.query beside" in asked
             # With a single nearest sentence vector asked for, the candidates left in doubt are read by id: the
             # same top again.
-            monkeypatch.setattr(retrieval, "PARTS_PER_CANDIDATE", 0.01)
+            monkeypatch.setattr(scoring, "PARTS_PER_CANDIDATE", 0.01)
             asked.clear()
             assert mirrored == await _recalled(client, st, query, by_chroma=True), query
             doubted += "parts.get" in asked
-            monkeypatch.setattr(retrieval, "PARTS_PER_CANDIDATE", 3)
+            monkeypatch.setattr(scoring, "PARTS_PER_CANDIDATE", 3)
             st._mirror_off = True
             try:
-                assert best == pytest.approx(st.best_parts(vector, everyone), abs=1e-5) and len(best) > 40
+                assert best == pytest.approx(st.parts.best(vector, everyone), abs=1e-5) and len(best) > 40
             finally:
                 st._mirror_off = False
         assert doubted > len(queries) // 2
@@ -107,7 +107,7 @@ async def test_every_write_reaches_the_mirror(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
         first = await store(client, "Redis evicted the session keys under memory pressure.", "api", ["redis"])
-        st = runtime_of(host).service().store
+        st = service_in(host).store
         assert st.mirror() is not None  # read now: the writes below must each update it
 
         async def same(query: str, **args: Any) -> list[Any]:
@@ -128,7 +128,7 @@ async def test_every_write_reaches_the_mirror(memory_host) -> None:
         assert [m[0] for m in await same("kafka lag", context_filter="jobs", include_archived=True)] == [third]
         await call(client, "delete_memory", memory_id=third)
         assert [m[0] for m in await same("kafka lag")] == [first]
-        service = runtime_of(host).service()
+        service = service_in(host)
         service.flush_touches()  # last_recalled_at, written in the background
         (row,) = [i for i, mid in enumerate(st.mirror().ids) if mid == first]
         assert st.mirror().metas[row]["last_recalled_at"] == st.get([first])[first].last_recalled_at != ""
@@ -140,7 +140,7 @@ async def test_a_failed_write_leaves_nothing_in_the_mirror(memory_host, monkeypa
     async with Client(host.server) as client:
         kept = await store(client, "Nginx returned 502 while the upstream restarted.", "edge", ["nginx"])
         other = await store(client, "Nginx 504 came from the slow health check.", "edge", ["nginx"])
-        st = runtime_of(host).service().store
+        st = service_in(host).store
         assert st.mirror() is not None
 
         def full_disk(*args: Any, **kwargs: Any) -> None:
@@ -170,7 +170,7 @@ async def test_no_mirror_past_its_size_or_for_a_chroma_server(memory_host, monke
     async with Client(host.server) as client:
         for i in range(2):
             await store(client, f"Deploy {i} of the billing worker failed on a missing secret.", "ops", ["deploy"])
-        st = runtime_of(host).service().store
+        st = service_in(host).store
         assert st.mirror() is not None
         await store(client, "Deploy 2 of the billing worker failed on a missing secret.", "ops", ["deploy"])
         assert st.mirror() is None and st._mirror_off  # grew past the size: Chroma's index answers
@@ -191,7 +191,7 @@ async def test_past_its_size_for_sentences_the_mirror_keeps_the_memories_and_chr
         texts = [f"Deploy {i} of the billing worker failed. The secret store was missing a key." for i in range(3)]
         for text in texts[:2]:
             await store(client, text, "ops", ["deploy"])
-        service = runtime_of(host).service()
+        service = service_in(host)
         st = service.store
         service.parts.drain(timeout=30)
         assert st.parts_mirror() is not None

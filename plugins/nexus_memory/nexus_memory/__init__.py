@@ -16,15 +16,24 @@ from pydantic import BaseModel
 from nexus_core import Category, PluginContext, hookimpl
 from nexus_memory.config import MemoryConfig
 from nexus_memory.runtime import Runtime
+from nexus_memory.service import MemoryService
 from nexus_memory.tools import register_prompts, register_resources, register_tools
 
-_RUNTIMES: dict[int, Runtime] = {}  # one per plugin context, so several hosts in one process stay apart
+_RUNTIME = "runtime"  # its key in ctx.state: one per plugin context, so several hosts in one process stay apart
 
 
 def runtime(ctx: PluginContext) -> Runtime:
-    if id(ctx) not in _RUNTIMES:
-        _RUNTIMES[id(ctx)] = Runtime(ctx)
-    return _RUNTIMES[id(ctx)]
+    """The plugin's state in the host that gave ``ctx``: its service, the warm-up, how calls run."""
+    held = ctx.state.get(_RUNTIME)
+    if held is None:
+        held = ctx.state[_RUNTIME] = Runtime(ctx)
+    return held
+
+
+def service_of(ctx: PluginContext) -> MemoryService:
+    """The memory operations of the plugin in the host that gave ``ctx`` (its store: ``.store``), opened on first
+    use. The way in for tests and benchmarks: ``service_of(host.plugins["memory"].ctx)``."""
+    return runtime(ctx).service()
 
 
 @hookimpl
@@ -68,7 +77,7 @@ def nexus_startup(ctx: PluginContext) -> None:
 
 @hookimpl
 async def nexus_shutdown(ctx: PluginContext) -> None:
-    rt = _RUNTIMES.pop(id(ctx), None)
+    rt = ctx.state.pop(_RUNTIME, None)
     if rt is not None:
         await anyio.to_thread.run_sync(rt.close)
 

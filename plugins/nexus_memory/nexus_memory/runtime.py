@@ -10,12 +10,9 @@ client as a tool error with the reason on one line.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
 from functools import partial
 from typing import TypeVar
 
@@ -23,9 +20,10 @@ import anyio.to_thread
 
 from nexus_core import PluginContext, ToolError
 from nexus_memory.config import MemoryConfig
-from nexus_memory.embedders import EmbedderError, configured, tag_boost
+from nexus_memory.embed import EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
 from nexus_memory.store import ChromaStore, StoreError, one_line, recipe_for
+from nexus_memory.threads import WARM_UP, Workers
 
 T = TypeVar("T")
 
@@ -45,6 +43,7 @@ class Runtime:
         self._warm_up: threading.Thread | None = None
         self._warm_error: str | None = None
         self._stopping = threading.Event()
+        self.workers = Workers()  # the warm-up's thread, and the service's
 
     def service(self) -> MemoryService:
         with self._lock:
@@ -54,19 +53,16 @@ class Runtime:
                 store = ChromaStore(
                     self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url, recipe=recipe
                 )
-                self._service = MemoryService(store, self.config.stale_days)
+                self._service = MemoryService(store, self.config.stale_days, workers=self.workers)
             return self._service
 
     def start_warm_up(self) -> None:
         """Open the store and load the model in a worker thread, so the first call answers at once."""
-        self._warm_up = threading.Thread(target=self._warm, name="nexus-memory-warm-up", daemon=True)
-        self._warm_up.start()
+        # On a busy machine the handshake goes first (nice applies per thread on Linux).
+        self._warm_up = self.workers.thread(WARM_UP, self._warm, self._stopping.set, niceness=WARM_UP_NICENESS)
 
     def _warm(self) -> None:
         started = time.perf_counter()
-        if sys.platform == "linux":  # on a busy machine the handshake goes first (nice applies per thread there)
-            with suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICENESS)
         try:
             store = self.service().store
             store.open()
@@ -80,6 +76,8 @@ class Runtime:
             if tag_boost(store.embedder):
                 store.tag_index()  # a scan of every memory's tags: not on the first recall
         except Exception as exc:  # the tools report it on every call; the server serves on
+            if self._stopping.is_set():  # stopped before it began (its service refused to start threads)
+                return
             self._warm_error = str(exc) if isinstance(exc, EmbedderError | StoreError) else one_line(exc)
             log.warning("memory store not ready: %s", self._warm_error)
             return
@@ -116,10 +114,9 @@ class Runtime:
         return await anyio.to_thread.run_sync(partial(self.run_sync, fn))
 
     def close(self) -> None:
-        self._stopping.set()
-        if self._warm_up is not None:
-            self._warm_up.join()  # never leave it loading into an interpreter that exits
+        # The warm-up first (never leave it loading into an interpreter that exits), then the service's threads.
+        self.workers.stop()
+        self.workers = Workers()  # a call after the close builds a service again, with threads of its own
         if self._service is not None:
-            self._service.close()
             self._service.store.close()
             self._service = None

@@ -1,6 +1,7 @@
 """The memory operations, synchronous: the tools run them in a worker thread.
 
-Every check happens before anything is written, so a refused call changes nothing.
+Every check happens before anything is written, so a refused call changes nothing. Recall is its own pipeline
+(``recall.pipeline``); the rest reads and writes through the store.
 """
 
 from __future__ import annotations
@@ -8,19 +9,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import math
-import threading
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from nexus_core import ToolError
-from nexus_memory import retrieval
 from nexus_memory.analysis import NewMemory, knowledge_report, link_suggestion_message, store_analysis, summarize
-from nexus_memory.embedders import tag_boost
+from nexus_memory.fields import NotFound, clean_content, clean_id, clean_tags, full, list_item, now
 from nexus_memory.models import (
     MEMORY_TYPES,
     ContextSibling,
@@ -34,10 +30,8 @@ from nexus_memory.models import (
     Memory,
     MemoryLinks,
     MemoryList,
-    MemoryListItem,
     MergedMemory,
     OutgoingLink,
-    RecalledMemory,
     RecallResult,
     Stats,
     StoredMemory,
@@ -45,14 +39,15 @@ from nexus_memory.models import (
     UnlinkResult,
     UpdatedMemory,
 )
-from nexus_memory.parts_writer import PartsWriter
-from nexus_memory.store import PENDING, ChromaStore, LinkRecord, PartHits, Record, where_clause
+from nexus_memory.recall import pipeline
+from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause
+from nexus_memory.store.writer import PartsWriter
+from nexus_memory.threads import RECALL, Workers
+from nexus_memory.touches import Touches
 
 log = logging.getLogger("nexus.memory")
 T = TypeVar("T")
 
-MAX_CONTENT = 100_000
-MAX_TAG = 64
 NEIGHBOURS = 5  # memories compared with a new one by store_memory's analysis
 FAILURES = 3  # failures (of any project) compared with a new success: it may be their fix
 EXPLORE_LIMIT = 10
@@ -61,43 +56,8 @@ TOP_TAGS = 10
 # of 1.0 or more. Precision was 0.27-0.43 on the labeled set: suggestions for the client, never applied.
 SUGGESTED_TAGS = 3
 TAG_VOTE = 1.0
-TOUCH_DELAY = 30.0  # seconds between the batched writes of last_recalled_at
-PENDING_WAIT = 5.0  # seconds a recall waits for the sentence vectors of candidates just stored
-PENDING_WAITED = 8  # candidates at most whose sentence vectors a recall waits for; more: the writer is behind
-RECALL_TRIES = 3  # a recall during which sentence vectors were written is made again, up to this many times in all
-ARCHIVED_DROPPED = 200  # up to this many archived memories, recall drops them itself instead of asking Chroma
 
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def list_item(r: Record) -> MemoryListItem:
-    return MemoryListItem(
-        id=r.id,
-        summary=summarize(r.content),
-        type=r.memory_type,
-        context=r.context,
-        tags=r.tags,
-        created_at=r.created_at,
-        updated_at=r.updated_at,
-        archived=r.archived,
-    )
-
-
-def full(r: Record) -> Memory:
-    return Memory(
-        id=r.id,
-        content=r.content,
-        summary=summarize(r.content),
-        type=r.memory_type,
-        context=r.context,
-        tags=r.tags,
-        created_at=r.created_at,
-        updated_at=r.updated_at,
-        archived=r.archived,
-        last_recalled_at=r.last_recalled_at,
-    )
+__all__ = ["MemoryService", "NotFound", "now"]
 
 
 def suggest_tags(tags: list[str], neighbours: list[tuple[Record, float]]) -> list[str]:
@@ -108,40 +68,6 @@ def suggest_tags(tags: list[str], neighbours: list[tuple[Record, float]]) -> lis
             votes[tag] += max(similarity, 0.0)
     ranked = sorted((t for t, v in votes.items() if v >= TAG_VOTE and t not in tags), key=lambda t: -votes[t])
     return ranked[:SUGGESTED_TAGS]
-
-
-def clean_content(content: str) -> str:
-    if not content.strip():
-        raise ToolError("content is empty: write what was learned (Markdown)")
-    if len(content) > MAX_CONTENT:
-        raise ToolError(f"content is {len(content)} characters; the limit is {MAX_CONTENT}: split it")
-    return content.strip()
-
-
-def clean_tags(tags: list[str] | None) -> list[str]:
-    out: list[str] = []
-    for tag in tags or []:
-        tag = tag.strip()
-        if not tag:
-            raise ToolError("tags must not be empty strings")
-        if len(tag) > MAX_TAG:
-            raise ToolError(f"tag '{tag[:20]}…' is longer than {MAX_TAG} characters")
-        if tag not in out:
-            out.append(tag)
-    return out
-
-
-class NotFound(ToolError):
-    """No memory has that id (or it is not an id at all)."""
-
-
-def clean_id(memory_id: str, what: str = "memory_id") -> str:
-    try:
-        return str(uuid.UUID(memory_id.strip()))
-    except ValueError:
-        raise NotFound(
-            f"{what} '{memory_id}' is not a memory id (a UUID); find ids with recall_memories or list_memories"
-        ) from None
 
 
 def counted(counter: Counter[str]) -> list[CountItem]:
@@ -162,24 +88,43 @@ def served(method: Callable[..., T]) -> Callable[..., T]:
 class MemoryService:
     """Every write holds ``store.write_lock`` from its first read to its last write, so concurrent calls on
     the same memories never lose an update, and runs in ``store.atomic()``, so a failed one changes nothing.
-    Embedding, the slow part, happens before the lock is taken."""
+    Embedding, the slow part, happens before the lock is taken.
 
-    def __init__(self, store: ChromaStore, stale_days: int = 180) -> None:
+    ``touch``: record when memories are recalled (``last_recalled_at``, which the age penalty reads); off, every
+    recall sees the same store (the benchmarks). ``workers``: where its background threads start (``threads``).
+    """
+
+    def __init__(
+        self, store: ChromaStore, stale_days: int = 180, touch: bool = True, workers: Workers | None = None
+    ) -> None:
         self.store = store
         self.stale_days = stale_days
-        # last_recalled_at is written by a worker thread, in one batch per touch_delay seconds: an embedded Chroma
-        # update costs 20-30 ms, which a recall would otherwise wait for (at 3k memories: recall p50 17 -> 48 ms),
-        # and one per recall in the background still slowed the recalls beside it. Day resolution is all it needs.
-        self.touch_delay = TOUCH_DELAY
-        self._touches: dict[str, str] = {}
-        self._touch_lock = threading.Lock()
-        self._touch_wake = threading.Event()
-        self._touch_thread: threading.Thread | None = None
-        self._closing = False
-        self._stop = threading.Event()
-        self.parts = PartsWriter(store)  # sentence vectors, written in the background
-        self._beside = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nexus-memory-recall")
+        self.workers = workers or Workers()
+        self.touches = Touches(store, self.workers) if touch else None
+        self.parts = PartsWriter(store, self.workers)  # sentence vectors, written in the background
+        # Where recall asks for the sentence vectors nearest a query beside its candidates' query (None: after).
+        self.beside = self.workers.pool(RECALL, 2)
         store.parts_later = self.parts.put
+
+    @property
+    def touch_delay(self) -> float:
+        """Seconds between the batched writes of ``last_recalled_at``."""
+        return self.touches.delay if self.touches is not None else 0.0
+
+    @touch_delay.setter
+    def touch_delay(self, seconds: float) -> None:
+        if self.touches is not None:
+            self.touches.delay = seconds
+
+    def flush_touches(self) -> None:
+        """Write the queued ``last_recalled_at`` stamps now."""
+        if self.touches is not None:
+            self.touches.flush()
+
+    def close(self) -> None:
+        """Stop the background threads: what is queued is written (stamps) or stays marked for later (sentence
+        vectors)."""
+        self.workers.stop()
 
     def _one(self, memory_id: str, what: str = "memory_id") -> Record:
         mid = clean_id(memory_id, what)
@@ -190,8 +135,6 @@ class MemoryService:
 
     def _summaries(self, ids: list[str]) -> dict[str, str]:
         return {i: summarize(r.content) for i, r in self.store.get(ids).items()}
-
-    # -- store / recall -----------------------------------------------------------
 
     @served
     def store_memory(
@@ -237,237 +180,11 @@ class MemoryService:
         memory_type: str | None,
         include_archived: bool = False,
     ) -> RecallResult:
-        if not query.strip():
-            raise ToolError("query is empty: describe the problem or name the error")
-        vector, scale = self.store.embed_query(query)
-        # The candidates and their sentence vectors are read one after the other: when sentence vectors were
-        # written in between, a memory may have been shown as it was, lifted by its new sentences. Asked again.
-        for _ in range(RECALL_TRIES):
-            epoch = self.store.parts_epoch
-            result, top = self._recall(query, vector, scale, limit, context, tags, memory_type, include_archived)
-            if epoch == self.store.parts_epoch and not epoch % 2:
-                break
-        self._touch(top)
+        filters = (context, tags, memory_type, include_archived)
+        result, top = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        if self.touches is not None:
+            self.touches.queue(top)
         return result
-
-    def _recall(
-        self,
-        query: str,
-        vector: list[float],
-        scale: float,
-        limit: int,
-        context: str | None,
-        tags: list[str] | None,
-        memory_type: str | None,
-        include_archived: bool,
-    ) -> tuple[RecallResult, list[Record]]:
-        """The answer, and the memories in it as read (``vector`` and ``scale``: the query's, see ``embed_query``)."""
-        hidden = set() if include_archived else self.store.archived_ids()
-        # Few archived memories are dropped from the candidates; many are filtered by Chroma (which costs more).
-        by_chroma = len(hidden) > ARCHIVED_DROPPED
-        where = where_clause(context, memory_type, clean_tags(tags), include_archived or not by_chroma)
-        extra = 0 if by_chroma else len(hidden)
-        terms = retrieval.exact_terms(query)
-        gain = tag_boost(self.store.embedder)
-        index = self.store.tag_index() if gain else None  # built (a scan of every record) only where it is used
-        named = index.named_in(query) if index is not None else []
-        # Without exact terms the ranking is the semantic order, moved only by the small penalties.
-        n = max(retrieval.CANDIDATES, 2 * limit) if terms else limit + retrieval.PENALTY_MARGIN
-        wanted = limit + retrieval.PENALTY_MARGIN + extra  # of the memories with a named tag
-        width = retrieval.tag_width(wanted, index.share(named), index.memories) if index is not None and named else 0
-        fetched = max(n, width)
-        early = self._early_parts(vector, n)
-        raw = self.store.query(vector, fetched + extra, where)
-        complete = len(raw) < n + extra  # every memory the filters allow was returned: none is outside
-        semantic = [(r, s / scale) for r, s in raw if r.id not in hidden][:n]
-        records = {r.id: r for r, _ in semantic}
-        pool = [retrieval.Candidate(r.id, s, retrieval.matched(terms, r.content)) for r, s in semantic]
-        if named:  # the nearest memories with a tag the query names, wherever they rank otherwise
-            tagged = [(r, s / scale) for r, s in raw if set(named) & set(r.tags) and r.id not in hidden][:wanted]
-            self._join(pool, records, tagged, terms)
-        ranked = self._ranked(pool, records, len(terms), named, gain)
-        # Too few tagged memories among those fetched: Chroma is asked for more (a filtered query, ~9 ms at 10k),
-        # unless none of them, no more similar than the last one fetched, could reach the top even with the gain.
-        if (
-            named
-            and len(tagged) < wanted
-            and len(raw) == fetched + extra
-            and retrieval.outsider_may_rank(ranked, raw[-1][1] / scale, limit, len(terms), gain=gain)
-        ):
-            more = self.store.tagged(vector, wanted, where, named)
-            self._join(pool, records, [(r, s / scale) for r, s in more if r.id not in hidden], terms)
-            ranked = self._ranked(pool, records, len(terms), named, gain)
-        if not complete and retrieval.outsider_may_rank(ranked, min(s for _, s in semantic), limit, len(terms)):
-            import numpy as np
-
-            query_vec = np.asarray(vector, dtype=np.float32)
-            found = self.store.containing(terms, where, retrieval.PER_TERM * len(terms) + extra)
-            cosines = [
-                (r, float(np.dot(query_vec, np.asarray(v, dtype=np.float32))) / scale)
-                for r, v in found
-                if r.id not in hidden
-            ]
-            self._join(pool, records, cosines, terms)
-            ranked = self._ranked(pool, records, len(terms), named, gain)
-        # The sentences recipe: a memory's best sentence may be nearer than its whole text. Unless the writer is
-        # behind (a bulk import): then the whole texts alone rank every candidate, rather than wait or favour some.
-        pending = [c.id for c in pool if records[c.id].parts_pending]
-        if self.store.has_parts and len(pending) <= PENDING_WAITED:
-            self._await_parts(pending, records)
-            ranked = self._lifted(pool, records, vector, scale, len(terms), limit, None if pending else early)
-        top = ranked[:limit]
-        superseded = self.store.superseded_by(c.id for c in top)
-        memories = [
-            RecalledMemory(
-                **list_item(records[c.id]).model_dump(),
-                content=records[c.id].content,
-                similarity=round(c.similarity, 4),
-                score=round(c.score(len(terms)), 4),
-                matched_terms=c.matched_terms,
-                superseded_by=superseded.get(c.id, []),
-            )
-            for c in top
-        ]
-        found = RecallResult(memories=memories, total_found=len(memories), exact_terms=terms)
-        return found, [records[c.id] for c in top]
-
-    @staticmethod
-    def _join(
-        pool: list[retrieval.Candidate],
-        records: dict[str, Record],
-        found: list[tuple[Record, float]],
-        terms: list[str],
-    ) -> None:
-        """Add the memories found another way (tags, exact terms) that are not candidates yet."""
-        for record, similarity in found:
-            if record.id not in records:
-                records[record.id] = record
-                pool.append(retrieval.Candidate(record.id, similarity, retrieval.matched(terms, record.content)))
-
-    def _ranked(
-        self,
-        pool: list[retrieval.Candidate],
-        records: dict[str, Record],
-        n_terms: int,
-        named: list[str],
-        gain: float,
-    ) -> list[retrieval.Candidate]:
-        """The candidates by score, after the tag boost and the penalties for being superseded and for age."""
-        superseded = self.store.superseded_by(c.id for c in pool)
-        stamp = datetime.now(UTC)
-        for c in pool:
-            r = records[c.id]
-            c.tag_boost = gain if set(named) & set(r.tags) else 0.0
-            c.penalty = retrieval.age_penalty(r.updated_at, r.last_recalled_at, stamp)
-            c.penalty += retrieval.SUPERSEDED_PENALTY if c.id in superseded else 0.0
-        return retrieval.rank(pool, n_terms)
-
-    def _early_parts(self, vector: list[float], n: int) -> tuple[Future[PartHits], int] | None:
-        """The sentence vectors nearest the query, asked for beside the candidates' query: both need only the query's
-        vector (``n`` candidates are expected; more make more of them read by id); and the store's ``parts_epoch``
-        then. None when the mirror holds the sentence vectors, while they are being written, and on a Chroma server: the
-        epoch counts this process's writes only, and other processes may write there."""
-        epoch, st = self.store.parts_epoch, self.store
-        if not st.has_parts or st.chroma_url or st.parts_mirror() is not None or epoch % 2:
-            return None
-        near = max(1, round(retrieval.PARTS_PER_CANDIDATE * n))
-        try:
-            return self._beside.submit(self.store.nearest_part_dots, vector, near), epoch
-        except RuntimeError:  # the service is closing: asked after the candidates, as on a Chroma server
-            return None
-
-    def _await_parts(self, pending: list[str], records: dict[str, Record]) -> None:
-        """A candidate stored moments ago may still wait for its sentence vectors: the writer is hurried to write
-        those first and waited for (``PENDING_WAIT`` at most), so a recall right after a store ranks it as later
-        ones will."""
-        if pending and self.parts.drain(pending, timeout=PENDING_WAIT):
-            records.update(self.store.get(pending))
-
-    def _lifted(
-        self,
-        pool: list[retrieval.Candidate],
-        records: dict[str, Record],
-        vector: list[float],
-        scale: float,
-        n_terms: int,
-        limit: int,
-        early: tuple[Future[PartHits], int] | None = None,
-    ) -> list[retrieval.Candidate]:
-        """The candidates ranked after each is lifted by its best sentence. Chroma is asked for the sentences
-        nearest the query, then by id only for the candidates those leave in doubt: one without a sentence among
-        them whose lift, at most what the farthest of them allows, could still take it into the top ``limit``. The
-        top is the same as with every candidate's sentences read (a test compares them)."""
-        near = max(1, round(retrieval.PARTS_PER_CANDIDATE * len(pool)))
-        # What was asked for beside the candidates' query, unless sentence vectors were written since: compared
-        # once it is answered (it may have run only now, after a write).
-        found = early[0].result() if early is not None else None
-        if early is not None and early[1] != self.store.parts_epoch:
-            found = None
-        best, floor = self.store.nearest_parts(vector, near, [c.id for c in pool], found)
-
-        def lift(c: retrieval.Candidate, dot: float) -> float:
-            return retrieval.PART_WEIGHT * max(0.0, dot / scale - c.similarity)
-
-        unknown = [c for c in pool if c.id not in best]
-        for c in pool:
-            c.part_lift = lift(c, best[c.id]) if c.id in best else 0.0
-        ranked = retrieval.rank(pool, n_terms)
-        bar = ranked[min(limit, len(ranked)) - 1].score(n_terms) if ranked else 0.0
-        doubt = [c for c in unknown if lift(c, floor) > 0 and c.score(n_terms) + lift(c, floor) >= bar]
-        if not doubt:
-            return ranked
-        exact = self.store.best_parts(vector, [records[c.id] for c in doubt])
-        for c in doubt:
-            c.part_lift = lift(c, exact.get(c.id, -math.inf))
-        return retrieval.rank(pool, n_terms)
-
-    def _touch(self, records: list[Record]) -> None:
-        """Queue ``last_recalled_at`` for the recalled memories, at most once a day each (recall stays read-mostly)."""
-        stamp = now()
-        stale = [r.id for r in records if r.last_recalled_at[:10] != stamp[:10]]
-        if not stale or self._closing:
-            return
-        with self._touch_lock:
-            self._touches.update(dict.fromkeys(stale, stamp))
-            if self._touch_thread is None:
-                self._touch_thread = threading.Thread(target=self._touch_loop, name="nexus-memory-touch", daemon=True)
-                self._touch_thread.start()
-        self._touch_wake.set()
-
-    def _touch_loop(self) -> None:
-        while True:
-            self._touch_wake.wait()
-            self._stop.wait(self.touch_delay)  # gather the recalls of the next seconds into one write
-            self._touch_wake.clear()
-            self.flush_touches()
-            if self._closing:
-                return
-
-    def flush_touches(self) -> None:
-        """Write the queued ``last_recalled_at`` stamps (a memory deleted meanwhile is skipped, never recreated)."""
-        with self._touch_lock:
-            pending, self._touches = self._touches, {}
-        by_stamp: dict[str, list[str]] = defaultdict(list)
-        for mid, stamp in pending.items():
-            by_stamp[stamp].append(mid)
-        try:
-            with self.store.write_lock:
-                for stamp, ids in by_stamp.items():
-                    self.store.touch(list(self.store.get(ids)), stamp)
-        except Exception as exc:  # a freshness stamp is not worth failing anything for
-            log.warning("could not record when memories were recalled: %s", exc)
-
-    def close(self) -> None:
-        """Write what is queued and stop the worker threads (queued sentence vectors stay marked for later)."""
-        self.parts.close()
-        self._beside.shutdown(wait=True)
-        self._closing = True
-        self._stop.set()
-        self._touch_wake.set()
-        if self._touch_thread is not None:
-            self._touch_thread.join(timeout=10)
-
-    # -- reading ------------------------------------------------------------------
 
     def list_memories(
         self,
@@ -504,15 +221,13 @@ class MemoryService:
             top_tags=tags[:TOP_TAGS],
             contexts=counted(contexts),
             tags=tags,
-            total_links=self.store.link_count(),
+            total_links=self.store.links.count(),
             embedder=self.store.embedder.name,
             backend=self.store.backend,
             embedded_text=self.store.recipe,
             archived_memories=sum(1 for m in metas if m.get("archived") is True),
             parts_pending=sum(1 for m in metas if m.get(PENDING) is True),
         )
-
-    # -- changing -----------------------------------------------------------------
 
     def update(
         self,
@@ -563,7 +278,7 @@ class MemoryService:
         with self.store.write_lock:
             record = self._one(memory_id)
             with self.store.atomic():
-                removed = self.store.remove_links(self.store.links_of(record.id))
+                removed = self.store.links.remove(self.store.links.of(record.id))
                 self.store.delete([record.id])
         return DeletedMemory(success=True, deleted_id=record.id, links_removed=removed)
 
@@ -594,17 +309,15 @@ class MemoryService:
         )
 
     def _repoint_links(self, gone: set[str], target: str) -> int:
-        old = {lk.id: lk for g in gone for lk in self.store.links_of(g)}
+        old = {lk.id: lk for g in gone for lk in self.store.links.of(g)}
         moved = 0
         for lk in old.values():
             src = target if lk.source_id in gone else lk.source_id
             dst = target if lk.target_id in gone else lk.target_id
             if src != dst:
-                moved += self.store.put_link(LinkRecord(src, dst, lk.relation_type, lk.reason, lk.created_at))
-        self.store.remove_links(old.values())
+                moved += self.store.links.put(LinkRecord(src, dst, lk.relation_type, lk.reason, lk.created_at))
+        self.store.links.remove(old.values())
         return moved
-
-    # -- links --------------------------------------------------------------------
 
     def link(self, source_id: str, target_id: str, relation_type: str, reason: str) -> LinkResult:
         with self.store.write_lock:
@@ -612,7 +325,7 @@ class MemoryService:
             if source.id == target.id:
                 raise ToolError("source_id and target_id are the same memory: a memory cannot link to itself")
             with self.store.atomic():
-                created = self.store.put_link(LinkRecord(source.id, target.id, relation_type, reason.strip(), now()))
+                created = self.store.links.put(LinkRecord(source.id, target.id, relation_type, reason.strip(), now()))
         return LinkResult(
             success=True, source_id=source.id, target_id=target.id, relation_type=relation_type, created=created
         )
@@ -622,19 +335,19 @@ class MemoryService:
         with self.store.write_lock:
             found = [
                 lk
-                for lk in self.store.links_of(src)
+                for lk in self.store.links.of(src)
                 if lk.source_id == src and lk.target_id == dst and relation_type in (None, lk.relation_type)
             ]
             if not found:
                 kind = f" of type '{relation_type}'" if relation_type else ""
                 raise ToolError(f"no link{kind} from {src} to {dst}; see get_memory_links({src})")
             with self.store.atomic():
-                removed = self.store.remove_links(found)
+                removed = self.store.links.remove(found)
         return UnlinkResult(success=True, removed=removed)
 
     def links(self, memory_id: str) -> MemoryLinks:
         record = self._one(memory_id)
-        links = self.store.links_of(record.id)
+        links = self.store.links.of(record.id)
         summaries = self._summaries([x for lk in links for x in (lk.source_id, lk.target_id) if x != record.id])
         return MemoryLinks(
             memory_id=record.id,
@@ -664,7 +377,7 @@ class MemoryService:
 
     def explore(self, memory_id: str, include_tag_siblings: bool, include_context_siblings: bool) -> Exploration:
         record = self._one(memory_id)
-        links = self.store.links_of(record.id)
+        links = self.store.links.of(record.id)
         summaries = self._summaries([x for lk in links for x in (lk.source_id, lk.target_id) if x != record.id])
         linked = [
             LinkedMemory(
@@ -707,4 +420,4 @@ class MemoryService:
 
     def analyze(self) -> KnowledgeReport:
         records = [Record.from_chroma(i, "", m) for i, m in self.store.all_metadata()]
-        return knowledge_report(records, self.store.all_links(), self.stale_days)
+        return knowledge_report(records, self.store.links.all(), self.stale_days)

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import click
 
-from nexus_memory.embedders import Embedder, EmbedderError
+from nexus_memory.embed import Embedder, EmbedderError
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
 from nexus_memory.store import (
     HNSW,
@@ -84,7 +84,7 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
                 counts.memories += 1
                 bar.update(1)
-    for lk in store.all_links():
+    for lk in store.links.all():
         out.write(json.dumps({"kind": "link", **lk.metadata()}, ensure_ascii=False) + "\n")
         counts.links += 1
     return counts
@@ -143,7 +143,7 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
         for start in range(0, len(memories), BATCH):
             _flush(store, memories[start : start + BATCH], counts, bar)
     for lk in links:
-        counts.links += store.put_link(lk)
+        counts.links += store.links.put(lk)
     return counts
 
 
@@ -249,7 +249,7 @@ def _configured_from(config_path: str | None) -> tuple[Any, Any]:
 def _store_from_config(config_path: str | None) -> ChromaStore:
     """The store ``nexus serve`` would use with that config (the same file search, keys and data dir)."""
     from nexus_core import NexusError
-    from nexus_memory.embedders import configured
+    from nexus_memory.embed import configured
 
     try:
         config, cfg = _configured_from(config_path)

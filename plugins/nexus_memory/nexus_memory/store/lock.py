@@ -49,3 +49,17 @@ def hold(path: Path) -> None:
 def _pid_in(fd: int) -> int | None:
     text = os.pread(fd, 32, 0).decode(errors="replace").strip()
     return int(text) if text.isdigit() else None
+
+
+def holder(pid: int | None) -> str:
+    """Who holds the store, as a user can find it: the process and its command line."""
+    if not pid:
+        return "another process"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return f"process {pid}"
+    command = " ".join(a.decode(errors="replace") for a in argv)
+    if "server run --key" in command:
+        return f"another shared Nexus server (pid {pid}, another config or install: {command[:300]})"
+    return f"process {pid} ({command[:300]})"

@@ -1,4 +1,7 @@
-"""Hybrid recall: rank by meaning, then lift memories that contain the query's exact terms.
+"""How recall scores a candidate: its similarity, lifted by exact terms, a named tag and its best sentence, lowered
+by the penalties for being superseded and for age.
+
+Rank by meaning, then lift memories that contain the query's exact terms.
 
 Measured on the labeled set in ``bench/memory_recall_set.json`` (see
 ``bench/RESULTS.md``): an equal-weight rank fusion with BM25 buries good
@@ -18,85 +21,54 @@ costliest step: ~4 ms at 10k memories, ~30-50 ms at 100k).
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 BOOST = 0.15  # at most this much is added to a cosine similarity (chosen by the bench, see module doc)
-MAX_TERMS = 6
+
+
 # Semantic candidates fetched for a query with exact terms. Against 10 (the top 5 twice), 50 let recall skip the
 # full-text scan for 83% of the bench's exact-term queries instead of 10% at 10k memories, for ~2 ms more.
 CANDIDATES = 50
+
 PER_TERM = 20  # memories the full-text lookup returns per exact term
+
 # Over time (bench/RESULTS.md, issue 16). A memory another one supersedes loses 0.05: on the labeled set that put
 # every successor above the memory it replaced, at no cost elsewhere. Age costs at most 0.02, half of it after a
 # year without an update or a recall: more cost recall@5 quickly on a set where answers are as often old as new.
 SUPERSEDED_PENALTY = 0.05
+
 FRESHNESS_PENALTY = 0.02
+
 HALF_LIFE_DAYS = 365.0
+
 # Sentence vectors (the sentences recipe): a candidate whose best sentence is nearer the query than its whole
 # text gains this share of the difference. Chosen on the labeled set's dev half among 0.25-1.0 (bench/
 # recall_ideas.py), and again with clauses: recall@5 0.930 and MRR 0.816 at 0.25, 0.920 and 0.825 at 0.5; more
 # cost paraphrases and symptoms recall@5.
 PART_WEIGHT = 0.25
+
 # Above the mirror's size, recall asks Chroma for this many sentence vectors nearest the query per candidate expected
 # (a memory has ~2 on the labeled set), beside the candidates' query; a candidate none of them belongs to is read by
 # id only when in doubt.
 PARTS_PER_CANDIDATE = 3
+
 PENALTY_MARGIN = 10  # extra candidates fetched without exact terms, for those the penalties may lift into the top
+
 # With minilm+e5, a memory whose tag the query names as a word gains this: technical names (JWT, Android, Redis)
 # survive in Japanese and Chinese queries where the embedders falter. Chosen on the labeled set's dev half among
 # 0.02-0.15 (0.04: dev recall@5 0.86 -> 0.89; test 0.889 -> 0.899; bench/recall_tune.py). With MiniLM alone the
 # dev half lost a query (0.75 -> 0.74), so the light mode has none (an embedder's ``tag_boost``, default 0).
 TAG_BOOST = 0.04
+
 # The memories with a tag the query names are looked for among this many nearest memories, fetched by the query
 # for the candidates, when that many hold enough of them: a Chroma query filtered on tags cost 3x a plain one at
 # 10k memories and 6x at 100k; fetching more records costs ~0.05 ms each.
 MAX_TAG_WIDTH = 200
+
 # A filtered query scans every record's metadata: in a small collection that costs less than fetching a wide
 # list (200 memories: 8.7 against 11.1 ms a recall), at 100k about 10x the plain query (126 against 12.5 ms).
 WIDEN_FROM = 20_000
-_ALNUM = re.compile(r"[a-z0-9]+")
-
-_TOKEN = re.compile(r"[^\s,;\"'`<>\[\]{}]+")
-_EDGE = ".,:;!?()'\""
-
-
-def exact_terms(query: str) -> list[str]:
-    """The query's code-like terms, as they must appear literally in a memory.
-
-    Code-like: has a digit next to letters (``E11000``, ``TS2345``), a long
-    number (``5432``), an underscore (``ERR_SSL``), camelCase (``useEffect``),
-    a dotted name (``os.replace``), a call (``fetch()``), ``::``, a flag
-    (``--no-cache``) or is an all-caps word of 4+ letters (``ECONNREFUSED``).
-    """
-    terms: list[str] = []
-    for raw in _TOKEN.findall(query):
-        token = raw.strip(_EDGE) if not raw.startswith("--") else raw.rstrip(_EDGE)
-        if token.endswith("()"):
-            token = token[:-2]
-        token = token.strip(_EDGE) if not token.startswith("--") else token
-        if len(token) >= 3 and _code_like(token) and token not in terms:
-            terms.append(token)
-    return terms[:MAX_TERMS]
-
-
-def _code_like(token: str) -> bool:
-    return bool(
-        (re.search(r"\d", token) and re.search(r"[A-Za-z]", token))
-        or re.fullmatch(r"\d{3,}", token)
-        or "_" in token.strip("_")
-        or re.search(r"[a-z][A-Z]", token)
-        or re.search(r"\w\.\w", token)
-        or "::" in token
-        or token.startswith("--")
-        or re.fullmatch(r"[A-Z]{4,}", token)
-    )
-
-
-def matched(terms: list[str], content: str) -> list[str]:
-    return [t for t in terms if t in content]
 
 
 def age_penalty(updated_at: str, last_recalled_at: str, now: datetime | None = None) -> float:
@@ -112,68 +84,6 @@ def age_penalty(updated_at: str, last_recalled_at: str, now: datetime | None = N
         latest = latest.replace(tzinfo=UTC)
     days = max(0.0, ((now or datetime.now(UTC)) - latest).total_seconds() / 86400)
     return FRESHNESS_PENALTY * (1 - math.pow(0.5, days / HALF_LIFE_DAYS))
-
-
-def tag_forms(tag: str) -> set[str]:
-    """How a query may name ``tag``: as written, or with spaces for its hyphens (lower case)."""
-    low = tag.lower()
-    return {low, low.replace("-", " ")}
-
-
-def names(query: str, form: str) -> bool:
-    """Whether ``query`` (lower case) contains ``form`` as a whole word: no letter or digit on either side."""
-    return re.search(rf"(?<![a-z0-9]){re.escape(form)}(?![a-z0-9])", query) is not None
-
-
-class TagIndex:
-    """The tags in use, indexed by their first word, so a query is checked only against the tags it may name; and
-    which memories hold each tag, kept exact by every write."""
-
-    def __init__(self, tags: set[str] | None = None) -> None:
-        self.by_word: dict[str, set[str]] = {}
-        self.other: set[str] = set()  # tags without a Latin letter or digit (e.g. Japanese ones)
-        self.holders: dict[str, set[str]] = {}  # tag -> the memories that have it
-        self._tags_of: dict[str, tuple[str, ...]] = {}  # memory -> its tags
-        for tag in tags or ():
-            self.add(tag)
-
-    @property
-    def memories(self) -> int:
-        return len(self._tags_of)
-
-    def hold(self, memory_id: str, tags: list[str]) -> None:
-        """A memory written with these tags (they replace the ones it had)."""
-        for tag in set(self._tags_of.get(memory_id, ())) - set(tags):
-            self.holders[tag].discard(memory_id)
-        for tag in tags:
-            self.add(tag)
-            self.holders.setdefault(tag, set()).add(memory_id)
-        self._tags_of[memory_id] = tuple(tags)
-
-    def drop(self, memory_ids: Iterable[str]) -> None:
-        for memory_id in memory_ids:
-            for tag in self._tags_of.pop(memory_id, ()):
-                self.holders[tag].discard(memory_id)
-
-    def holding(self, tags: list[str]) -> set[str]:
-        """The memories with any of ``tags``."""
-        return set().union(*(self.holders.get(t, ()) for t in tags))
-
-    def share(self, tags: list[str]) -> float:
-        """What fraction of the memories has any of ``tags``."""
-        return len(self.holding(tags)) / self.memories if self.memories else 0.0
-
-    def add(self, tag: str) -> None:
-        words = _ALNUM.findall(tag.lower())
-        if words:
-            self.by_word.setdefault(words[0], set()).add(tag)
-        else:
-            self.other.add(tag)
-
-    def named_in(self, query: str) -> list[str]:
-        low = query.lower()
-        maybe = {t for w in set(_ALNUM.findall(low)) for t in self.by_word.get(w, ())} | self.other
-        return sorted(t for t in maybe if any(names(low, f) for f in tag_forms(t)))
 
 
 def tag_width(wanted: int, share: float, memories: int) -> int:

@@ -11,15 +11,14 @@ stopped or killed first leaves it, and the next one queues the marked memories w
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 
-from nexus_memory.embedders import in_background
-from nexus_memory.store import ChromaStore, one_line
+from nexus_memory.store.chroma import ChromaStore
+from nexus_memory.store.records import one_line
+from nexus_memory.threads import PARTS, Workers, in_background
 
 log = logging.getLogger("nexus.memory")
 
@@ -38,14 +37,15 @@ PATIENCE = 10.0
 class PartsWriter:
     """A queue of memory ids and the one thread that writes their sentence vectors."""
 
-    def __init__(self, store: ChromaStore) -> None:
+    def __init__(self, store: ChromaStore, workers: Workers | None = None) -> None:
         self.store = store
+        self.workers = workers or Workers()
         self.delay = DELAY
         self._queue: dict[str, None] = {}  # insertion-ordered, without duplicates
         self._lock = threading.Condition()
         self._writing: set[str] = set()  # the batch being embedded and written
         self._wake = threading.Event()
-        self._hurry = threading.Event()  # skip the delay: drain() waits, close() stops
+        self._hurry = threading.Event()  # skip the delay: drain() waits, the stop stops
         self._hurried = 0  # drain() calls waiting
         self._since = 0.0  # when the queue last went from empty to not, or a batch was forced (time.monotonic)
         self._stop = threading.Event()
@@ -72,11 +72,10 @@ class PartsWriter:
             if not self._queue:
                 self._since = time.monotonic()
             self._queue.update(dict.fromkeys(ids))
-            if not self._queue or self._stop.is_set():
+            if not self._queue or self._stop.is_set() or self.workers.stopped:
                 return
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="nexus-memory-parts", daemon=True)
-                self._thread.start()
+                self._thread = self.workers.thread(PARTS, self._run, self._stopping, timeout=10.0, niceness=NICENESS)
         self._wake.set()
 
     def resume(self) -> None:
@@ -84,7 +83,7 @@ class PartsWriter:
         if self._resumed:
             return
         try:
-            pending = self.store.pending_parts()
+            pending = self.store.parts.pending()
         except Exception as exc:  # tried again at the next call
             log.warning("memory: cannot look for pending sentence vectors: %s", one_line(exc))
             return
@@ -120,18 +119,14 @@ class PartsWriter:
                 if not self._hurried and not self._stop.is_set():
                     self._hurry.clear()
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop after the batch being written; what is queued stays marked for the next start."""
+    def _stopping(self) -> None:
+        """Stop after the batch being written (``Workers.stop`` waits for it); what is queued stays marked for the
+        next start."""
         self._stop.set()
         self._hurry.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     def _run(self) -> None:
-        if sys.platform == "linux":
-            with suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
         while not self._stop.is_set():
             self._wake.wait()
             self._hurry.wait(self.delay)
@@ -188,5 +183,5 @@ class PartsWriter:
             vectors = dict(zip(unique, store.embedder.embed(unique), strict=True))  # the slow part, unlocked
         embedded = {i: (parts, [vectors[t] for t in parts]) for i, parts in texts.items() if parts}
         with store.write_lock, store.atomic():
-            written = store.write_parts(embedded)
+            written = store.parts.write(embedded)
         log.debug("memory: sentence vectors of %d memories written", len(written))
