@@ -48,6 +48,8 @@ _EXPORTS = {
     "run_nonblocking": "nexus_core.fs.nonblocking",
     "OpenedFile": "nexus_core.fs.safe_open",
     "Raced": "nexus_core.fs.safe_open",
+    "shared_session": "nexus_core.serve.client",
+    "stop_shared_server": "nexus_core.serve.client",
 }
 
 __version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
@@ -83,6 +85,8 @@ __all__ = [
     "on_loop",
     "prefixed",
     "run_nonblocking",
+    "shared_session",
+    "stop_shared_server",
     "write_at",
 ]
 

@@ -960,6 +960,24 @@ MUTATIONS: list[Mutation] = [
     ),
     # -- issue 30: one owner of all state ------------------------------------------------------------------
     m(
+        "memory-export-opens-the-store-here",
+        MEMORY + "transfer.py",
+        "    if where.standalone:\n        store = _store_from_config(where.config)\n        with _clear_errors():\n"
+        "            counts = _write_export(",
+        "    if True:\n        store = _store_from_config(where.config)\n        with _clear_errors():\n"
+        "            counts = _write_export(",
+        "tests/core/test_one_owner.py::test_every_way_in_reaches_one_state",
+        "nexus memory export reaches the store through the shared server that owns it",
+    ),
+    m(
+        "call-builds-its-own-host",
+        CORE + "cli/plugins.py",
+        'runner = _call_standalone if values.get("standalone") else _call_shared',
+        "runner = _call_standalone",
+        "tests/core/test_one_owner.py::test_every_way_in_reaches_one_state",
+        "nexus call is a session of the shared server, not a second host on its stores",
+    ),
+    m(
         "rendezvous-follows-xdg-runtime-dir",
         CORE + "config/folders.py",
         'def runtime_dir() -> Path:\n    return _private(state_dir() / "run")',

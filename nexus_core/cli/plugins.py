@@ -9,10 +9,7 @@ ask the shared server (starting it if none runs); ``--standalone`` builds the ho
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,11 +18,10 @@ from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail, table
 from nexus_core.errors import NexusError
 from nexus_core.serve import rendezvous
+from nexus_core.serve.client import shared_session
 from nexus_core.serve.options import CONFIG_FLAGS, LIBRARIES, NAME, PROFILE, ROOT, STANDALONE, ServeOptions
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
-
     from nexus_core.host.build import Host
 
 LISTING_FLAGS = (*CONFIG_FLAGS, LIBRARIES, NAME, STANDALONE)
@@ -134,7 +130,7 @@ def call(tool: str, arguments: tuple[str, ...], json_args: str | None, **values:
 
 
 async def _call_shared(options: ServeOptions, tool: str, pairs: tuple[str, ...], given: dict[str, Any]) -> Any:
-    async with shared_session(options) as session:
+    async with shared_session(options=options) as session:
         listed = {t.name: t.input_schema for t in (await session.list_tools()).tools}
         args = given | typed_pairs(listed.get(tool, {}).get("properties", {}), pairs)
         return await session.call_tool(tool, args)
@@ -150,18 +146,6 @@ async def _call_standalone(options: ServeOptions, tool: str, pairs: tuple[str, .
         except Exception as exc:  # the same text a client would see in the isError result
             click.echo(f"nexus: {exc}", err=True)
             return None
-
-
-@asynccontextmanager
-async def shared_session(options: ServeOptions) -> AsyncIterator[ClientSession]:
-    """An initialized MCP client session of the shared server, through a relay launched from this folder."""
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
-    relay = [sys.executable, "-m", "nexus_core", "serve", *options.argv()]
-    params = StdioServerParameters(command=relay[0], args=relay[1:], env=dict(os.environ), cwd=os.getcwd())
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 def json_object(json_args: str | None) -> dict[str, Any]:

@@ -7,7 +7,6 @@ status does not import the SDK.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +115,15 @@ def serve_http_shared(options: ServeOptions) -> None:
 @flags(*SHARED_SERVER_FLAGS)
 def server_stop(**values: Any) -> None:
     """Stop the shared server for this config; open sessions end (their relays start a new one when used)."""
-    key, _ = which(ServeOptions.of(values))
-    answer = rendezvous.ask(key, "stop")
-    if answer is None:
+    options = ServeOptions.of(values)
+    which(options)  # a clear error for a missing config file or bad --libraries
+    from nexus_core.serve.client import stop_shared_server
+
+    pid = stop_shared_server(options=options)
+    if pid is None:
         click.echo("no shared server is running for this config")
         return
-    lock = rendezvous.server_files(key)["lock"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and rendezvous.is_held(lock):
-        time.sleep(0.05)
-    click.echo(f"stopped the shared server (pid {answer.get('pid')})")
+    click.echo(f"stopped the shared server (pid {pid})")
 
 
 @server.command("status")

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -125,6 +126,60 @@ async def test_a_client_whose_input_is_dev_null_does_not_take_the_shared_server_
     assert "Traceback" not in Path(after["log"]).read_text(errors="replace")
 
 
+def _status_of(*args: str) -> dict[str, Any]:
+    command = nexus_command("server", "status", "--json", *args)
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
 def _status(config: Path) -> dict[str, Any]:
     command = nexus_command("server", "status", "--json", "--config", str(config))
     return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+async def test_every_way_in_reaches_one_state(
+    http_server: Callable[..., str], isolated_user_dirs: Path, tmp_path: Path
+) -> None:
+    """One user's default config: a terminal client (full environment), a desktop client (the SDK's default
+    one), a hand-started HTTP server and its client, write memories, graph entities and manual entities at
+    once; each sees every write at once, and `nexus call` and `nexus memory export` reach the same store."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    user_config = isolated_user_dirs / ".config" / "nexus" / "nexus.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(
+        '[plugins.graph]\ncategories = ["read", "write"]\n'
+        f'[plugins.manual]\ncategories = ["read", "write"]\n[plugins.manual.libraries]\nnotes = "{notes}"\n'
+    )
+    url = http_server(cwd=isolated_user_dirs)
+    xdg = server_env(XDG_RUNTIME_DIR=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "elsewhere"))
+    async with client(xdg, isolated_user_dirs) as terminal, client(None, Path("/")) as desktop, http_client(url) as web:
+        sessions = {"terminal": terminal, "desktop": desktop, "web": web}
+
+        async def writes(name: str, session: Any) -> None:
+            for n in range(4):
+                args = {"content": f"{name} learned fact {n}.", "context_name": name, "tags": [name]}
+                assert not (await session.call_tool("store_memory", args)).is_error
+                entity = {"category": "concepts", "id": f"{name}-{n}", "type": "concept", "name": f"{name} {n}"}
+                assert not (await session.call_tool("add_entity", entity | {"desc": "A test entity."})).is_error
+                page = {"library_name": "notes", "entities": [{"name": f"{name} page {n}", "entity_type": "note"}]}
+                assert not (await session.call_tool("add_entities", page)).is_error
+
+        async with anyio.create_task_group() as tg:
+            for name, session in sessions.items():
+                tg.start_soon(writes, name, session)
+        for session in sessions.values():  # 12 of each, seen by every session
+            listed = (await session.call_tool("list_memories", {"limit": 100})).structured_content
+            assert listed["total_count"] == 12  # type: ignore[index]
+            found = (await session.call_tool("search_knowledge", {"query": "concept", "limit": 100})).structured_content
+            assert found["total_entities"] == 12  # type: ignore[index]
+            pages = (await session.call_tool("list_entities", {"library_name": "notes"})).structured_content
+            assert len(pages["entities"]) == 12  # type: ignore[index]
+        called = subprocess.run(
+            nexus_command("call", "list_memories", "limit=100"), capture_output=True, text=True, cwd=tmp_path
+        )
+        assert called.returncode == 0 and json.loads(called.stdout)["total_count"] == 12, called.stderr
+        dump = tmp_path / "memories.jsonl"
+        exported = subprocess.run(nexus_command("memory", "export", str(dump)), capture_output=True, text=True)
+        assert exported.returncode == 0 and "exported 12 memories" in exported.stderr, exported.stderr
+        status = _status_of()  # one server held them all: both stdio sessions and the HTTP listener
+        assert len(status["sessions"]) == 2 and status["http_listeners"] == [url]

@@ -78,16 +78,18 @@ async def test_cli_export_then_import_into_another_store(memory_host, tmp_path: 
     )
     runner = CliRunner()
     out = tmp_path / "mem.jsonl"
-    res = runner.invoke(memory_cli, ["--config", str(src_cfg), "export", str(out)])
+    res = runner.invoke(memory_cli, ["--config", str(src_cfg), "--standalone", "export", str(out)])
     assert res.exit_code == 0, res.output
     assert "exported 3 memories and 2 links" in res.output
-    res = runner.invoke(memory_cli, ["--config", str(dst_cfg), "import", str(out)])
+    res = runner.invoke(memory_cli, ["--config", str(dst_cfg), "--standalone", "import", str(out)])
     assert res.exit_code == 0, res.output
     assert "imported 3 memories (0 re-embedded, 0 already present) and 2 links" in res.output
     dst = ChromaStore(tmp_path / "other" / "memory", "moved", create("minilm"))
     assert dst.count() == 3 and len(dst.links.all()) == 2
     (tmp_path / "broken.jsonl").write_text('{"kind": "spaceship"}\n')
-    res = runner.invoke(memory_cli, ["--config", str(dst_cfg), "import", str(tmp_path / "broken.jsonl")])
+    res = runner.invoke(
+        memory_cli, ["--config", str(dst_cfg), "--standalone", "import", str(tmp_path / "broken.jsonl")]
+    )
     assert res.exit_code != 0 and "unknown kind 'spaceship'" in res.output
 
 

@@ -249,3 +249,17 @@ class KnowledgeReport(BaseModel):
     issues: list[Issue]
     suggestions: list[str]
     stats: KnowledgeStats
+
+
+class ExportPage(BaseModel):
+    lines: list[str] = Field(description="JSON Lines: a header, the memories (with their vectors), then the links.")
+    offset: int = Field(description="The index of the first line of this page.")
+    next_offset: int | None = Field(description="Pass it back as offset for the next page; null after the last.")
+    total_lines: int
+
+
+class ImportCounts(BaseModel):
+    memories: int = Field(description="Memories added.")
+    re_embedded: int = Field(description="Of those, embedded again (exported with another embedder or recipe).")
+    skipped: int = Field(description="Memories whose id was already present (never overwritten).")
+    links: int = Field(description="Links added.")

@@ -10,6 +10,7 @@ the vectors when the file's embedder is the target's, and re-embeds otherwise
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from nexus_memory.store import (
 
 FORMAT = "nexus-memory/1"
 BATCH = 256
+PAGE = 2000  # lines a call of export_memories or import_memories carries for `nexus memory`
 
 
 @dataclass
@@ -113,6 +115,20 @@ def _record(n: int, obj: dict[str, Any]) -> Record:
         archived=obj.get("archived") is True,
         last_recalled_at=str(obj.get("last_recalled_at") or ""),
     )
+
+
+def check(src: IO[str]) -> None:
+    """Raise ``ValueError`` naming the first line ``import_memories`` would refuse (it reads no store)."""
+    for n, obj in _lines(src):
+        kind = obj.get("kind")
+        if kind == "header" and obj.get("format") != FORMAT:
+            raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
+        if kind == "memory":
+            _record(n, obj)
+        elif kind == "link" and obj.get("relation_type") not in RELATION_TYPES:
+            raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
+        elif kind not in ("header", "memory", "link"):
+            raise ValueError(f"line {n}: unknown kind {kind!r}")
 
 
 def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) -> TransferCounts:
@@ -270,38 +286,79 @@ def _clear_errors() -> Iterator[None]:
 
 @click.group(name="memory", help="Export, import (JSON Lines) and reindex the memory plugin's memories.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="nexus.toml to use.")
+@click.option(
+    "--standalone", is_flag=True, help="Open the store in this process, not through the shared server (none may run)."
+)
 @click.pass_context
-def memory_cli(cctx: click.Context, config_path: str | None) -> None:
-    cctx.obj = config_path
+def memory_cli(cctx: click.Context, config_path: str | None, standalone: bool) -> None:
+    cctx.obj = Where(config_path, standalone)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which store: the shared server's for this config (through a client session), or opened here."""
+
+    config: str | None
+    standalone: bool
 
 
 @memory_cli.command("export", help="Write every memory and link to FILE ('-' for stdout).")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.pass_obj
-def export_cmd(config_path: str | None, file: str) -> None:
-    store = _store_from_config(config_path)
-    with _clear_errors():
-        if file == "-":
-            counts = export_memories(store, sys.stdout, progress=True)
-        else:
-            tmp = Path(file).with_name(f".{Path(file).name}.tmp")
-            with tmp.open("w", encoding="utf-8") as out:
-                counts = export_memories(store, out, progress=True)
-            tmp.replace(file)  # a half-written export never replaces a good one
+def export_cmd(where: Where, file: str) -> None:
+    if where.standalone:
+        store = _store_from_config(where.config)
+        with _clear_errors():
+            counts = _write_export(file, lambda out: export_memories(store, out, progress=True))
+    else:
+        with _clear_errors():
+            lines = _through_shared(where.config, _export_pages)
+            counts = _write_export(file, lambda out: _counted(lines, out))
     click.echo(f"exported {counts.memories} memories and {counts.links} links", err=True)
+
+
+def _write_export(file: str, write: Any) -> TransferCounts:
+    if file == "-":
+        return write(sys.stdout)
+    tmp = Path(file).with_name(f".{Path(file).name}.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        counts = write(out)
+    tmp.replace(file)  # a half-written export never replaces a good one
+    return counts
+
+
+def _counted(lines: list[str], out: IO[str]) -> TransferCounts:
+    counts = TransferCounts()
+    for line in lines:
+        out.write(line + "\n")
+        counts.memories += line.startswith('{"kind": "memory"')
+        counts.links += line.startswith('{"kind": "link"')
+    return counts
+
+
+async def _export_pages(session: Any) -> list[str]:
+    lines: list[str] = []
+    offset: int | None = 0
+    with _progress(None, "export", True) as bar:
+        while offset is not None:
+            page = _structured(await session.call_tool("export_memories", {"offset": offset, "limit": PAGE}))
+            lines += page["lines"]
+            bar.update(len(page["lines"]))
+            offset = page["next_offset"]
+    return lines
 
 
 @memory_cli.command("import", help="Add the memories and links of FILE ('-' for stdin); existing ids are kept.")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.pass_obj
-def import_cmd(config_path: str | None, file: str) -> None:
-    store = _store_from_config(config_path)
+def import_cmd(where: Where, file: str) -> None:
     with _clear_errors():
-        if file == "-":
-            counts = import_memories(store, sys.stdin, progress=True)
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        check(io.StringIO(text))  # a bad line imports nothing, whichever way the store is reached
+        if where.standalone:
+            counts = import_memories(_store_from_config(where.config), io.StringIO(text), progress=True)
         else:
-            with open(file, encoding="utf-8") as src:
-                counts = import_memories(store, src, progress=True)
+            counts = _through_shared(where.config, lambda session: _import_batches(session, text.splitlines()))
     click.echo(
         f"imported {counts.memories} memories ({counts.re_embedded} re-embedded, {counts.skipped} already "
         f"present) and {counts.links} links",
@@ -309,15 +366,67 @@ def import_cmd(config_path: str | None, file: str) -> None:
     )
 
 
+async def _import_batches(session: Any, lines: list[str]) -> TransferCounts:
+    header = [line for line in lines if line.startswith('{"kind": "header"')][:1]
+    body = [line for line in lines if line.strip() and not line.startswith('{"kind": "header"')]
+    counts = TransferCounts()
+    with _progress(len(body), "import", True) as bar:
+        for start in range(0, len(body), PAGE):
+            batch = body[start : start + PAGE]
+            got = _structured(await session.call_tool("import_memories", {"lines": header + batch}))
+            for field in ("memories", "re_embedded", "skipped", "links"):
+                setattr(counts, field, getattr(counts, field) + got[field])
+            bar.update(len(batch))
+    return counts
+
+
+def _through_shared(config: str | None, work: Any) -> Any:
+    """``work(session)`` in a client session of the shared server that owns the store."""
+    import anyio
+
+    from nexus_core import shared_session
+
+    _configured_from(config)  # the config's own errors, named here: the server would only leave the plugin out
+
+    async def run() -> Any:
+        async with shared_session(config) as session:
+            return await work(session)
+
+    try:
+        return anyio.run(run)
+    except ValueError:
+        raise
+    except Exception as exc:  # the relay said why on stderr; a tool error says it here
+        raise click.ClickException(_reason(exc)) from None
+
+
+def _structured(result: Any) -> dict[str, Any]:
+    if result.is_error:
+        raise ValueError(" ".join(getattr(block, "text", "") for block in result.content))
+    return result.structured_content or {}
+
+
+def _reason(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return one_line(exc) or f"no answer from the shared server ({type(exc).__name__}; see above)"
+
+
 @memory_cli.command(
     "reindex",
     help="Re-embed every memory with the configured embedder and text recipe (after changing [plugins.memory] "
-    "embedder or sentences). Stop the servers that use the store first.",
+    "embedder or sentences). The shared server for this config is stopped first (its clients' next call starts "
+    "it again).",
 )
 @click.option("--force", is_flag=True, help="Re-embed even when the collection already uses them.")
 @click.pass_obj
-def reindex_cmd(config_path: str | None, force: bool) -> None:
-    store = _store_from_config(config_path)
+def reindex_cmd(where: Where, force: bool) -> None:
+    if not where.standalone:
+        from nexus_core import stop_shared_server
+
+        if (pid := stop_shared_server(where.config)) is not None:
+            click.echo(f"stopped the shared server (pid {pid}) to reindex its store", err=True)
+    store = _store_from_config(where.config)
     target, recipe = store.embedder, store.recipe  # the configured ones: open() adopts the collection's
     with _clear_errors():
         store.open()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nexus_memory.runtime import Runtime
-from nexus_memory.tools import health, links, memories, prompts, resources
+from nexus_memory.tools import health, links, memories, prompts, resources, transfer
 from nexus_memory.tools.params import bound
 
 # In the order the server lists them.
@@ -21,6 +21,7 @@ TOOLS = [
     health.ANALYZE,
     memories.MERGE,
     health.PING,
+    *transfer.TOOLS,
 ]
 
 

@@ -1,0 +1,55 @@
+"""The tools that export and import memories as JSON Lines (the format of ``nexus memory export``).
+
+They run in the server that owns the store, so ``nexus memory export|import`` reach the store through them
+while clients are connected, instead of opening it a second time.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from nexus_memory import transfer
+from nexus_memory.models import ExportPage, ImportCounts
+from nexus_memory.runtime import Runtime
+
+
+async def export_memories(
+    rt: Runtime,
+    offset: Annotated[int, Field(ge=0, description="The first line to return (0: from the header).")] = 0,
+    limit: Annotated[int, Field(ge=1, le=10_000, description="How many lines at most.")] = 1000,
+) -> ExportPage:
+    """Export every memory and link as JSON Lines, a page at a time (a backup, or a move to another store):
+    pass next_offset back as offset until it is null."""
+
+    def export(service: Any) -> list[str]:
+        out = io.StringIO()
+        transfer.export_memories(service.store, out)
+        return out.getvalue().splitlines()
+
+    lines = await rt.run(export)
+    end = offset + limit
+    return ExportPage(
+        lines=lines[offset:end], offset=offset, next_offset=end if end < len(lines) else None, total_lines=len(lines)
+    )
+
+
+async def import_memories(
+    rt: Runtime,
+    lines: Annotated[
+        list[str], Field(min_length=1, description="JSON Lines from export_memories; start each batch with its header.")
+    ],
+) -> ImportCounts:
+    """Add exported memories and links; ids already present are kept as they are. A bad line imports nothing."""
+    counts = await rt.run(lambda s: transfer.import_memories(s.store, io.StringIO("\n".join(lines))))
+    return ImportCounts(
+        memories=counts.memories, re_embedded=counts.re_embedded, skipped=counts.skipped, links=counts.links
+    )
+
+
+TOOLS: list[tuple[Any, dict[str, Any]]] = [
+    (export_memories, {"category": "read", "title": "Export memories", "read_only": True, "idempotent": True}),
+    (import_memories, {"category": "write", "title": "Import memories", "destructive": False, "idempotent": True}),
+]
