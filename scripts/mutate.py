@@ -84,6 +84,7 @@ STORE_T = "tests/graph/test_storage.py::"
 EDIT_T = "tests/manual/test_editing.py::"
 LOGINS_T = "tests/console/test_logins.py::"
 GUARDED_T = "tests/core/test_guarded_files.py::"
+POLICY_T = "tests/files/test_write_policy.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -216,8 +217,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "runs-code-writable",
         PERMS,
-        "if runs_code.include:",
-        off("runs_code.include"),
+        "        if result.include:\n            pattern = RUNS_CODE",
+        "        if False:\n            pattern = RUNS_CODE",
         SAFE_T + "test_writes_to_files_that_run_code_later_are_refused",
         "writes to files that run code later are refused",
     ),
@@ -988,6 +989,31 @@ MUTATIONS: list[Mutation] = [
             "        except Exception:  # one client's broken pipes end its session, never the server every client",
             "        except ZeroDivisionError:",
         ),
+    ),
+    # -- issue 37: write policy and files --------------------------------------------------------------------
+    m(
+        "git-head-writable",
+        PERMS,
+        "        if name == _fold(GIT_HEAD):",
+        "        " + off("name == _fold(GIT_HEAD)"),
+        POLICY_T + "test_a_git_directory_cannot_be_assembled_step_by_step",
+        "no write creates a file named HEAD, so no folder can be assembled into a git directory",
+    ),
+    m(
+        "runs-code-names-not-as-folders",
+        PERMS,
+        'for candidate in (folded, folded + "/"):',
+        "for candidate in (folded,):",
+        POLICY_T + "test_folders_cannot_be_renamed_or_made_into_run_later_names",
+        "a folder may not be renamed or made into a run-later name (.husky, node_modules, ...)",
+    ),
+    m(
+        "moved-tree-unchecked",
+        FILES + "write.py",
+        "            policy.check_moved_tree(src, dst, source)\n",
+        "",
+        POLICY_T + "test_a_folder_holding_run_later_entries_cannot_be_moved",
+        "a folder moved as a whole may not carry run-later entries to a new place",
     ),
 ]
 
