@@ -1015,6 +1015,22 @@ MUTATIONS: list[Mutation] = [
         POLICY_T + "test_a_folder_holding_run_later_entries_cannot_be_moved",
         "a folder moved as a whole may not carry run-later entries to a new place",
     ),
+    m(
+        "broad-root-flag-ignored",
+        CORE + "serve/options.py",
+        "            if reason := broad_root(root):",
+        "            " + off("reason := broad_root(root)"),
+        "tests/core/test_broad_roots.py::test_a_broad_root_is_refused_with_one_line_naming_the_flag",
+        "nexus serve --root / or ~ is refused unless --allow-broad-root, with one line naming the flag",
+    ),
+    m(
+        "broad-root-config-ignored",
+        CORE + "config/model.py",
+        "for root in roots if not self.server.allow_broad_root else ():",
+        "for root in ():",
+        "tests/core/test_broad_roots.py::test_a_broad_root_in_the_config_is_refused_unless_allowed",
+        "roots of / or ~ in the config are refused unless [server] allow_broad_root = true",
+    ),
 ]
 
 
