@@ -85,6 +85,7 @@ EDIT_T = "tests/manual/test_editing.py::"
 LOGINS_T = "tests/console/test_logins.py::"
 GUARDED_T = "tests/core/test_guarded_files.py::"
 POLICY_T = "tests/files/test_write_policy.py::"
+LINKS_T = "tests/files/test_execute_links.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -1030,6 +1031,22 @@ MUTATIONS: list[Mutation] = [
         "for root in ():",
         "tests/core/test_broad_roots.py::test_a_broad_root_in_the_config_is_refused_unless_allowed",
         "roots of / or ~ in the config are refused unless [server] allow_broad_root = true",
+    ),
+    m(
+        "commands-read-hard-links",
+        FILES + "shellcheck.py",
+        "if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:",
+        off("stat.S_ISREG(info.st_mode) and info.st_nlink > 1"),
+        LINKS_T + "test_a_hard_link_to_a_secret_is_not_read_through_commands",
+        "run_command and bash_safe refuse a hard link to a secret, as the read tools do",
+    ),
+    m(
+        "walked-folders-skip-hard-links",
+        FILES + "shellcheck.py",
+        "            self.linked_below(real, shown)",
+        "            pass",
+        (LINKS_T + "test_a_hard_link_to_a_secret_is_not_read_through_commands[grep -r KEY notes]",),
+        "a folder a command goes through (grep -r) may hold no hard link to a secret",
     ),
 ]
 
