@@ -251,8 +251,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "atomic-write-leaves-its-temp",
         CORE + "fs/atomic.py",
-        "        with contextlib.suppress(OSError):\n            os.unlink(tmp, dir_fd=dir_fd)\n        raise",
-        "        raise",
+        "            with contextlib.suppress(OSError):\n                os.unlink(tmp, dir_fd=dir_fd)\n        raise",
+        "            pass\n        raise",
         "tests/core/test_atomic.py::test_a_failed_rename_leaves_the_old_file_and_no_temp",
         "a failed atomic write leaves no temp file",
     ),
@@ -261,7 +261,7 @@ MUTATIONS: list[Mutation] = [
         CORE + "fs/atomic.py",
         '    _sweep_at(dir_fd, f".{name[:200]}.")\n',
         "",
-        "tests/core/test_atomic.py::test_a_writer_killed_mid_write_leaves_old_or_new_and_its_temp_is_swept",
+        "tests/core/test_atomic.py::test_a_stale_temp_file_of_our_pattern_is_swept_by_the_next_write",
         "temp files of killed writers are swept",
     ),
     m(
@@ -1047,6 +1047,17 @@ MUTATIONS: list[Mutation] = [
         "            pass",
         (LINKS_T + "test_a_hard_link_to_a_secret_is_not_read_through_commands[grep -r KEY notes]",),
         "a folder a command goes through (grep -r) may hold no hard link to a secret",
+    ),
+    m(
+        "atomic-temp-named-while-written",
+        CORE + "fs/atomic.py",
+        "    fd = _unnamed(dir_fd)\n",
+        "    fd = None\n",
+        (
+            "tests/core/test_atomic.py::test_a_writer_killed_mid_write_leaves_old_or_new_and_nothing_else",
+            "tests/files/test_write_killed.py::test_kill_9_mid_write_leaves_no_temp_file_in_the_tree",
+        ),
+        "a write killed mid-way (kill -9) leaves no temp file in the user's folder",
     ),
 ]
 
