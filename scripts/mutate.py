@@ -86,6 +86,7 @@ LOGINS_T = "tests/console/test_logins.py::"
 GUARDED_T = "tests/core/test_guarded_files.py::"
 POLICY_T = "tests/files/test_write_policy.py::"
 LINKS_T = "tests/files/test_execute_links.py::"
+DISK_T = "tests/core/test_full_disk.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -1058,6 +1059,30 @@ MUTATIONS: list[Mutation] = [
             "tests/files/test_write_killed.py::test_kill_9_mid_write_leaves_no_temp_file_in_the_tree",
         ),
         "a write killed mid-way (kill -9) leaves no temp file in the user's folder",
+    ),
+    m(
+        "audit-torn-record-kept",
+        CORE + "access/audit.py",
+        "                    _take_back(fd, written)\n",
+        "",
+        DISK_T + "test_a_full_disk_never_tears_a_line_and_drops_are_counted",
+        "a record written in part on a full disk is taken back: the audit log is one whole record per line",
+    ),
+    m(
+        "audit-drop-not-counted",
+        CORE + "access/audit.py",
+        "            self.dropped += 1\n",
+        "",
+        DISK_T + "test_a_full_disk_never_tears_a_line_and_drops_are_counted",
+        "audit records that cannot be written are counted (nexus server status) and logged",
+    ),
+    m(
+        "crash-reason-hidden",
+        CORE + "host/build.py",
+        "if isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None:",
+        off("isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None"),
+        DISK_T + "test_a_tool_on_a_full_disk_says_why",
+        "every tool error carries a reason: a crash on a full disk says 'No space left on device'",
     ),
 ]
 
