@@ -42,7 +42,9 @@ class PathPolicy(SafeOpening):
     ``/dev`` are never served. Writes are also refused inside git directories
     (``.git``, bare and separate ones: a write there can plant a hook or a filter
     that runs programs) and virtualenvs, to files that run code later
-    (``sensitive.RUNS_CODE``), and to ``protected`` paths: Nexus's own config,
+    (``secrets.RUNS_CODE``, names checked as files and as folders), to any entry
+    named ``HEAD`` and to git's ``objects``/``refs``/``commondir`` beside one (no
+    git directory can be assembled: ``secrets.GIT_HEAD``), and to ``protected`` paths: Nexus's own config,
     plugin folders, data and installed code.
 
     ``open_read``, ``open_folder`` and ``write_file`` (``safe_open``) resolve and
