@@ -84,6 +84,9 @@ STORE_T = "tests/graph/test_storage.py::"
 EDIT_T = "tests/manual/test_editing.py::"
 LOGINS_T = "tests/console/test_logins.py::"
 GUARDED_T = "tests/core/test_guarded_files.py::"
+POLICY_T = "tests/files/test_write_policy.py::"
+LINKS_T = "tests/files/test_execute_links.py::"
+DISK_T = "tests/core/test_full_disk.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -216,8 +219,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "runs-code-writable",
         PERMS,
-        "if runs_code.include:",
-        off("runs_code.include"),
+        "        if result.include:\n            pattern = RUNS_CODE",
+        "        if False:\n            pattern = RUNS_CODE",
         SAFE_T + "test_writes_to_files_that_run_code_later_are_refused",
         "writes to files that run code later are refused",
     ),
@@ -249,8 +252,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "atomic-write-leaves-its-temp",
         CORE + "fs/atomic.py",
-        "        with contextlib.suppress(OSError):\n            os.unlink(tmp, dir_fd=dir_fd)\n        raise",
-        "        raise",
+        "            with contextlib.suppress(OSError):\n                os.unlink(tmp, dir_fd=dir_fd)\n        raise",
+        "            pass\n        raise",
         "tests/core/test_atomic.py::test_a_failed_rename_leaves_the_old_file_and_no_temp",
         "a failed atomic write leaves no temp file",
     ),
@@ -259,7 +262,7 @@ MUTATIONS: list[Mutation] = [
         CORE + "fs/atomic.py",
         '    _sweep_at(dir_fd, f".{name[:200]}.")\n',
         "",
-        "tests/core/test_atomic.py::test_a_writer_killed_mid_write_leaves_old_or_new_and_its_temp_is_swept",
+        "tests/core/test_atomic.py::test_a_stale_temp_file_of_our_pattern_is_swept_by_the_next_write",
         "temp files of killed writers are swept",
     ),
     m(
@@ -1006,6 +1009,98 @@ MUTATIONS: list[Mutation] = [
             "        except Exception:  # one client's broken pipes end its session, never the server every client",
             "        except ZeroDivisionError:",
         ),
+    ),
+    # -- issue 37: write policy and files --------------------------------------------------------------------
+    m(
+        "git-head-writable",
+        PERMS,
+        "        if name == _fold(GIT_HEAD):",
+        "        " + off("name == _fold(GIT_HEAD)"),
+        POLICY_T + "test_a_git_directory_cannot_be_assembled_step_by_step",
+        "no write creates a file named HEAD, so no folder can be assembled into a git directory",
+    ),
+    m(
+        "runs-code-names-not-as-folders",
+        PERMS,
+        'for candidate in (folded, folded + "/"):',
+        "for candidate in (folded,):",
+        POLICY_T + "test_folders_cannot_be_renamed_or_made_into_run_later_names",
+        "a folder may not be renamed or made into a run-later name (.husky, node_modules, ...)",
+    ),
+    m(
+        "moved-tree-unchecked",
+        FILES + "write.py",
+        "            policy.check_moved_tree(src, dst, source)\n",
+        "",
+        POLICY_T + "test_a_folder_holding_run_later_entries_cannot_be_moved",
+        "a folder moved as a whole may not carry run-later entries to a new place",
+    ),
+    m(
+        "broad-root-flag-ignored",
+        CORE + "serve/options.py",
+        "            if reason := broad_root(root):",
+        "            " + off("reason := broad_root(root)"),
+        "tests/core/test_broad_roots.py::test_a_broad_root_is_refused_with_one_line_naming_the_flag",
+        "nexus serve --root / or ~ is refused unless --allow-broad-root, with one line naming the flag",
+    ),
+    m(
+        "broad-root-config-ignored",
+        CORE + "config/model.py",
+        "for root in roots if not self.server.allow_broad_root else ():",
+        "for root in ():",
+        "tests/core/test_broad_roots.py::test_a_broad_root_in_the_config_is_refused_unless_allowed",
+        "roots of / or ~ in the config are refused unless [server] allow_broad_root = true",
+    ),
+    m(
+        "commands-read-hard-links",
+        FILES + "shellcheck.py",
+        "if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:",
+        off("stat.S_ISREG(info.st_mode) and info.st_nlink > 1"),
+        LINKS_T + "test_a_hard_link_to_a_secret_is_not_read_through_commands",
+        "run_command and bash_safe refuse a hard link to a secret, as the read tools do",
+    ),
+    m(
+        "walked-folders-skip-hard-links",
+        FILES + "shellcheck.py",
+        "            self.linked_below(real, shown)",
+        "            pass",
+        (LINKS_T + "test_a_hard_link_to_a_secret_is_not_read_through_commands[grep -r KEY notes]",),
+        "a folder a command goes through (grep -r) may hold no hard link to a secret",
+    ),
+    m(
+        "atomic-temp-named-while-written",
+        CORE + "fs/atomic.py",
+        "    fd = _unnamed(dir_fd)\n",
+        "    fd = None\n",
+        (
+            "tests/core/test_atomic.py::test_a_writer_killed_mid_write_leaves_old_or_new_and_nothing_else",
+            "tests/files/test_write_killed.py::test_kill_9_mid_write_leaves_no_temp_file_in_the_tree",
+        ),
+        "a write killed mid-way (kill -9) leaves no temp file in the user's folder",
+    ),
+    m(
+        "audit-torn-record-kept",
+        CORE + "access/audit.py",
+        "                    _take_back(fd, written)\n",
+        "",
+        DISK_T + "test_a_full_disk_never_tears_a_line_and_drops_are_counted",
+        "a record written in part on a full disk is taken back: the audit log is one whole record per line",
+    ),
+    m(
+        "audit-drop-not-counted",
+        CORE + "access/audit.py",
+        "            self.dropped += 1\n",
+        "",
+        DISK_T + "test_a_full_disk_never_tears_a_line_and_drops_are_counted",
+        "audit records that cannot be written are counted (nexus server status) and logged",
+    ),
+    m(
+        "crash-reason-hidden",
+        CORE + "host/build.py",
+        "if isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None:",
+        off("isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None"),
+        DISK_T + "test_a_tool_on_a_full_disk_says_why",
+        "every tool error carries a reason: a crash on a full disk says 'No space left on device'",
     ),
 ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -18,7 +20,11 @@ class AuditLog:
     """Appends records to ``path`` (JSON Lines); ``path=None`` only logs them at debug level.
 
     Each record is written with a single ``write`` on an ``O_APPEND`` descriptor,
-    so lines from several server processes never interleave.
+    so lines from several server processes never interleave. A write cut short (a
+    full disk) is taken back: the file is truncated to where the record began, so
+    it always ends on a whole line and the next record is never swallowed. A record
+    that cannot be written is counted (``dropped``: ``nexus server status`` shows
+    it) and logged at error level, never lost in silence.
     """
 
     def __init__(self, path: Path | None, *, include_arguments: bool = False) -> None:
@@ -26,6 +32,7 @@ class AuditLog:
         self.include_arguments = include_arguments
         self._fd: int | None = None
         self._lock = threading.Lock()
+        self.dropped = 0  # records that could not be written since the server started
 
     def record(
         self,
@@ -60,18 +67,42 @@ class AuditLog:
             self._append(line + "\n")
 
     def _append(self, line: str) -> None:
+        data = line.encode()
         try:
             with self._lock:
-                if self._fd is None:
-                    assert self.path is not None
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                os.write(self._fd, line.encode())
+                fd = self._open()
+                written = os.write(fd, data)
+                if written < len(data):
+                    _take_back(fd, written)
+                    raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes written; the record was removed")
         except OSError as exc:  # auditing must never break a call; say so loudly instead
-            log.error("cannot append to the audit log %s: %s", self.path, exc)
+            self.dropped += 1
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            log.error("cannot append to the audit log %s: %s (%d record(s) dropped)", self.path, reason, self.dropped)
+
+    def _open(self) -> int:
+        if self._fd is None:
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            end = os.fstat(fd).st_size
+            if end and os.pread(fd, 1, end - 1) != b"\n":  # torn by an older version or a crash: end that line
+                os.write(fd, b"\n")
+            self._fd = fd
+        return self._fd
 
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def _take_back(fd: int, written: int) -> None:
+    """Truncate a record written in part, unless another process appended after it (then end it with a newline)."""
+    end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: just past what this write added
+    if written and os.fstat(fd).st_size == end:
+        os.ftruncate(fd, end - written)
+    elif written:
+        with contextlib.suppress(OSError):
+            os.write(fd, b"\n")

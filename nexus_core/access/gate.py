@@ -93,7 +93,7 @@ class Gate:
             outcome, error = "cancelled", "the call was cancelled"
             raise
         except Exception as exc:
-            outcome, error = ("error" if outcome == "ok" else outcome), str(exc)
+            outcome, error = ("error" if outcome == "ok" else outcome), str(exc) or type(exc).__name__
             raise
         finally:
             self.audit.record(

@@ -21,6 +21,10 @@ def serve(**values: Any) -> None:
     """Serve every enabled plugin through the shared server: on stdio (what desktop clients launch), or over
     Streamable HTTP while this command runs; --standalone serves either in this process."""
     options = ServeOptions.of(values)
+    try:
+        options.check_roots()
+    except ValueError as exc:
+        fail(str(exc))
     if options.transport == "stdio" and not options.standalone:  # (`nexus serve` usually reaches the relay first)
         from nexus_core.serve import relay
 

@@ -154,6 +154,8 @@ def _print_status(status: dict[str, Any] | None) -> None:
     )
     click.echo(f"  socket {status['socket']}" + (f", HTTP {status['http']}" if status["http"] else ""))
     click.echo(f"  log {status['log']}")
+    if status.get("audit_dropped"):  # a full disk: records that could not be written to the audit log
+        click.echo(f"  audit log: {status['audit_dropped']} record(s) could not be written (see the log)")
     plugins = ", ".join(f"{p['name']} {p['version']}".strip() + ("" if p["status"] == "ok" else f" ({p['status']})")
                         for p in status["plugins"])  # fmt: skip
     click.echo(f"  plugins: {plugins or 'none'}")

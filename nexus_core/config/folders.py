@@ -27,6 +27,22 @@ from pathlib import Path
 import platformdirs
 
 
+def broad_root(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` is too broad a root (``/``, or the home folder or a folder holding it), or None.
+
+    Such a root hands a client every file the user has (keys, browser profiles, other projects): it must be
+    asked for (``--allow-broad-root``, ``[server] allow_broad_root``), never typed by accident.
+    """
+    real = Path(os.path.realpath(Path(path).expanduser()))
+    if real == Path(real.anchor):
+        return "is the whole file system"
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except (RuntimeError, KeyError):  # no HOME and no password entry: nothing to compare with
+        return None
+    return "holds the whole home folder" if home.is_relative_to(real) else None
+
+
 def state_dir() -> Path:
     return _private(_per_user("state"))
 

@@ -70,6 +70,9 @@ class ServerConfig(Strict):
     data_dir: Path = Field(default_factory=default_data_dir)
     roots: list[Path] | None = None
     deny_paths: list[str] = Field(default_factory=list)
+    allow_broad_root: bool = Field(
+        False, description="Accept roots of / or the home folder (or above it): every file the user has."
+    )
     deny_secrets: bool = Field(True, description="Hide the built-in list of secret files (nexus_core/fs/secrets.py).")
     plugin_dirs: list[Path] = Field(default_factory=list)
     tool_dirs: list[Path] = Field(
@@ -180,8 +183,13 @@ class NexusConfig(Strict):
 
     def roots_for(self, plugin: str) -> list[Path] | None:
         """The plugin's own roots, else ``[server] roots``; None: each session's (see ``sessions``)."""
-        roots = self.table(plugin).roots or self.server.roots
-        return [self.resolve_path(r) for r in roots] if roots else None
+        key = f"plugins.{plugin}.roots" if self.table(plugin).roots else "server.roots"
+        roots = [self.resolve_path(r) for r in self.table(plugin).roots or self.server.roots or ()]
+        for root in roots if not self.server.allow_broad_root else ():
+            if reason := folders.broad_root(root):
+                why = f"{root} {reason}; set [server] allow_broad_root = true to serve it"
+                raise ConfigError(self.source, key, why)
+        return roots or None
 
     def deny_paths_for(self, plugin: str) -> list[str]:
         return [*self.server.deny_paths, *self.table(plugin).deny_paths]
@@ -239,6 +247,8 @@ def parse_config(
     config.source = source
     config.base_dir = base_dir or Path.cwd()
     config.path = path
+    for plugin in ("", *config.plugins):  # a root of / or ~ is refused when the config is read, not per plugin
+        config.roots_for(plugin)
     return config
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_TMPFILE = getattr(os, "O_TMPFILE", 0)  # Linux only
 STALE_AFTER = 60.0  # seconds: a temp file this old belongs to a write that was killed, not to one under way
 
 
@@ -32,7 +34,9 @@ def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = No
 
     Nothing here follows a symlink: the temp file is created with ``O_EXCL | O_NOFOLLOW``
     and the rename replaces the entry itself, so a symlink planted at ``name`` is
-    replaced, never written through.
+    replaced, never written through. On Linux the content is written to an unnamed
+    file (``O_TMPFILE``) that gets its temp name only once complete, just before the
+    rename: a server killed while writing leaves nothing in the user's folder.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -46,19 +50,39 @@ def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = No
     if mode is None:
         mode = stat.S_IMODE(old.st_mode) if old is not None and stat.S_ISREG(old.st_mode) else 0o666 & ~_umask()
     tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"  # within NAME_MAX whatever the name
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    fd = _unnamed(dir_fd)
+    named = fd is None
+    if fd is None:  # no O_TMPFILE here (another system, a file system without it): a named temp file
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), mode)
+            if not named:
+                # linkat through /proc gives the finished file a name (AT_EMPTY_PATH would need privileges)
+                os.link(f"/proc/self/fd/{f.fileno()}", tmp, dst_dir_fd=dir_fd, follow_symlinks=True)
+                named = True
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
+        if named:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
         raise
     return old is None
+
+
+def _unnamed(dir_fd: int) -> int | None:
+    """A new unnamed file in the folder, or None where ``O_TMPFILE`` or ``/proc`` (to name it later) is missing."""
+    if not _TMPFILE or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(".", _TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return None  # not supported by this file system or kernel
+        raise
 
 
 def sweep(folder: Path, prefix: str = ".", *, recursive: bool = False) -> int:

@@ -19,7 +19,15 @@ from nexus_core.access.denied import PermissionDenied
 from nexus_core.access.sessions import NO_ROOTS, current
 from nexus_core.fs.nonblocking import Blocking, on_loop, plain_local
 from nexus_core.fs.safe_open import SafeOpening
-from nexus_core.fs.secrets import RUNS_CODE, SECRETS, SYSTEM, SecretMatcher, anywhere
+from nexus_core.fs.secrets import (
+    GIT_BESIDE_HEAD,
+    GIT_HEAD,
+    RUNS_CODE,
+    SECRETS,
+    SYSTEM,
+    SecretMatcher,
+    anywhere,
+)
 
 
 class PathPolicy(SafeOpening):
@@ -34,7 +42,9 @@ class PathPolicy(SafeOpening):
     ``/dev`` are never served. Writes are also refused inside git directories
     (``.git``, bare and separate ones: a write there can plant a hook or a filter
     that runs programs) and virtualenvs, to files that run code later
-    (``sensitive.RUNS_CODE``), and to ``protected`` paths: Nexus's own config,
+    (``secrets.RUNS_CODE``, names checked as files and as folders), to any entry
+    named ``HEAD`` and to git's ``objects``/``refs``/``commondir`` beside one (no
+    git directory can be assembled: ``secrets.GIT_HEAD``), and to ``protected`` paths: Nexus's own config,
     plugin folders, data and installed code.
 
     ``open_read``, ``open_folder`` and ``write_file`` (``safe_open``) resolve and
@@ -140,12 +150,9 @@ class PathPolicy(SafeOpening):
                     f"permission denied: '{raw}' is Nexus's own configuration, data or code ({guarded}); "
                     "tools may not change it"
                 )
-        runs_code = _RUNS_CODE.check_file(_fold(real.relative_to(root).as_posix()))
-        if runs_code.include:
-            pattern = RUNS_CODE[runs_code.index] if runs_code.index is not None else "?"
-            raise PermissionDenied(
-                f"permission denied: '{raw}' runs code later (it matches '{pattern}'); writes there are refused"
-            )
+        rel = real.relative_to(root).as_posix()
+        if reason := _runs_code(rel) or _plants_git_dir(real, root):
+            raise PermissionDenied(f"permission denied: '{raw}' {reason}; writes there are refused")
         for folder in (real, *real.parents):
             if folder != root and not folder.is_relative_to(root):
                 break
@@ -157,6 +164,26 @@ class PathPolicy(SafeOpening):
                 raise PermissionDenied(
                     f"permission denied: '{raw}' is inside the virtualenv '{folder}'; writes there are refused"
                 )
+
+    def check_entry(self, entry: Path, shown: str) -> None:
+        """``resolve(write=True)``'s checks for a directory entry itself (a path not made yet, a symlink)."""
+        root = self.root_of(entry)
+        if root is None:
+            raise PermissionDenied(f"permission denied: '{shown}' is outside the allowed roots")
+        self._check_writable(shown, entry, root)
+
+    def check_moved_tree(self, folder: Path, destination: Path, shown: str) -> None:
+        """A folder moved as a whole writes every entry inside it anew: none may land where a write may not."""
+        root = self.root_of(destination)
+        if root is None:
+            raise PermissionDenied(f"permission denied: '{shown}' is outside the allowed roots")
+        for here, dirs, files in os.walk(folder):
+            for name in (*dirs, *files):
+                landed = destination / Path(here, name).relative_to(folder)
+                rel = landed.relative_to(root).as_posix()
+                if reason := _runs_code(rel) or _plants_git_dir(landed, root):
+                    inner = Path(here, name).relative_to(folder).as_posix()
+                    raise PermissionDenied(f"permission denied: '{shown}' holds '{inner}', which {reason}")
 
     def allows(self, path: str | os.PathLike[str]) -> bool:
         """Whether an already-real path (say, found by walking a root) is visible."""
@@ -283,6 +310,35 @@ def _fold(text: str) -> str:
 
 _RUNS_CODE = pathspec.GitIgnoreSpec.from_lines(_fold(p) for p in anywhere(RUNS_CODE))
 _SECRETS = SecretMatcher(SECRETS, _fold)
+
+
+def _runs_code(rel: str) -> str | None:
+    """Why writing ``rel`` (relative to its root) would plant code that runs later, or None."""
+    folded = _fold(rel)
+    for candidate in (folded, folded + "/"):  # a path not made yet may become a folder (mkdir, a renamed folder)
+        result = _RUNS_CODE.check_file(candidate)
+        if result.include:
+            pattern = RUNS_CODE[result.index] if result.index is not None else "?"
+            return f"runs code later (it matches '{pattern}')"
+    return None
+
+
+def _plants_git_dir(real: Path, root: Path) -> str | None:
+    """Why writing ``real`` could make a folder a git directory (see ``secrets.GIT_HEAD``), or None."""
+    for entry in (real, *real.parents):
+        if entry == root or not entry.is_relative_to(root):
+            return None
+        name = _fold(entry.name)
+        if name == ".git" or entry.name.casefold() == ".git":
+            return "is a git directory"
+        if name == _fold(GIT_HEAD):
+            return f"would make a git directory (a file named '{GIT_HEAD}' is how git recognises one)"
+        if name in _BESIDE_HEAD and os.path.lexists(entry.parent / GIT_HEAD):
+            return f"would make a git directory ('{entry.name}' beside a '{GIT_HEAD}' file)"
+    return None
+
+
+_BESIDE_HEAD = frozenset(_fold(n) for n in GIT_BESIDE_HEAD)
 
 
 def _is_git_dir(folder: Path) -> bool:

@@ -42,13 +42,26 @@ RUNS_CODE = (
     "Library/LaunchAgents/", "Library/LaunchDaemons/", "Library/StartupItems/",
     # interpreter start-up hooks and installed packages
     "*.pth", "sitecustomize.py", "usercustomize.py", "site-packages/", "dist-packages/", "node_modules/",
-    # git hooks kept outside .git (core.hooksPath)
-    ".husky/", ".githooks/",
+    # git hooks kept outside .git (core.hooksPath), hook managers, and git's own config (core.fsmonitor, aliases)
+    ".husky/", ".githooks/", ".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", ".gitconfig",
+    ".config/git/",
+    # editors and IDEs: tasks, launch and run configurations, start-up files read from the folder opened
+    ".vscode/tasks.json", ".vscode/launch.json", ".idea/runConfigurations/", ".idea/workspace.xml", ".run/",
+    ".devcontainer/", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
+    # direnv's state (.envrc itself is above)
+    ".direnv/",
     # Nexus's own config: a trusted folder's file loads plugins and grants permissions
     "nexus.toml",
 )  # fmt: skip
 
 # Never served, wherever the roots are: the kernel's views of processes (a server's own environment), devices.
+GIT_HEAD = "HEAD"
+GIT_BESIDE_HEAD = ("objects", "refs", "commondir")
+"""Git takes a folder for a git directory when it holds a valid ``HEAD`` file next to ``objects/`` and
+``refs/`` (or a ``commondir`` file naming where those are). Every git directory needs its own ``HEAD``, so no
+write may create an entry named ``HEAD``, nor one of ``GIT_BESIDE_HEAD`` in a folder that holds a ``HEAD``:
+then no folder can be made a git directory step by step, whatever the order of the writes."""
+
 SYSTEM = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 

@@ -16,6 +16,7 @@ import base64
 import functools
 import inspect
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ToolAnnotations
@@ -144,6 +145,10 @@ class NexusServer(MCPServer[Any]):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
                 raise ToolError(argument_error(name, exc.__cause__)) from None
+            if isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None:  # the SDK says nothing of why
+                raise ToolError(f"{exc}: {crash_reason(exc.__cause__)}") from exc.__cause__
+            if not str(exc).strip() or str(exc).rstrip().endswith(":"):  # a ToolError("") or one of an empty str()
+                raise ToolError(f"{name} failed: {crash_reason(exc.__cause__ or exc)}") from exc
             raise
 
     async def _call_live(self, live: Published, arguments: dict[str, Any]) -> Any:
@@ -641,6 +646,18 @@ def _anticipated(exc: BaseException) -> str | None:
 
 def _result_text(result: Any) -> str:
     return " ".join(getattr(block, "text", "") for block in getattr(result, "content", []) or [])
+
+
+def crash_reason(exc: BaseException) -> str:
+    """What a crash may tell the client, never empty: the system's reason for an OSError (a full disk), a
+    database's own fixed message, else only its type (its text may hold data the caller may not see)."""
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)
+    if type(exc).__module__ == "sqlite3" and str(exc).strip():
+        return f"the database says: {exc}"
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    return f"an unexpected {type(exc).__name__} (the server's log has the details)"
 
 
 def _reason(exc: Exception) -> str:

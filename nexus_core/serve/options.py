@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from nexus_core.config.folders import broad_root
 from nexus_core.config.lookup import CONFIG_NAME, user_config_path
 
 
@@ -65,6 +66,12 @@ ROOT = Flag(
     kind="folder",
     repeated=True,
 )
+ALLOW_BROAD_ROOT = Flag(
+    ("--allow-broad-root",),
+    "allow_broad_root",
+    "Accept a --root of / or of the home folder (or above it): every file the user has.",
+    kind="switch",
+)
 PROFILE = Flag(
     ("--profile",), "profile", "Serve only this profile's plugins and tools ([profiles.NAME] in the config)."
 )
@@ -76,8 +83,9 @@ STANDALONE = Flag(
 )
 
 CONFIG_FLAGS = (CONFIG, VERBOSE, SET)  # every command that reads the config
-SERVE_FLAGS = (*CONFIG_FLAGS, TRANSPORT, BIND, PORT, NAME, LIBRARIES, ROOT, PROFILE, STANDALONE)
-RELAY_FLAGS = (CONFIG, SET, LIBRARIES, NAME, ROOT, PROFILE, VERBOSE, TRANSPORT)  # what the relay accepts
+SERVE_FLAGS = (*CONFIG_FLAGS, TRANSPORT, BIND, PORT, NAME, LIBRARIES, ROOT, ALLOW_BROAD_ROOT, PROFILE, STANDALONE)
+# what the relay accepts
+RELAY_FLAGS = (CONFIG, SET, LIBRARIES, NAME, ROOT, ALLOW_BROAD_ROOT, PROFILE, VERBOSE, TRANSPORT)
 SHARED_SERVER_FLAGS = (CONFIG, SET, LIBRARIES, NAME)  # which shared server: its identity
 TRANSPORTS = ("stdio", "http")
 
@@ -95,6 +103,7 @@ class ServeOptions:
     name: str | None = None
     libraries: str | None = None
     roots: tuple[str, ...] = ()
+    allow_broad_root: bool = False
     profile: str | None = None
     standalone: bool = False
 
@@ -121,6 +130,14 @@ class ServeOptions:
             elif value is not None and not (flag.kind == "transport" and value == "stdio"):
                 out += [flag.names[-1], str(value)]
         return out
+
+    def check_roots(self) -> None:
+        """``ValueError`` (one line naming the flag) for a ``--root`` of ``/`` or the home folder, unless allowed."""
+        if self.allow_broad_root:
+            return
+        for root in self.roots:
+            if reason := broad_root(root):
+                raise ValueError(f"--root {root} {reason}; pass --allow-broad-root to serve it anyway")
 
     def server_args(self, config: Path | None) -> list[str]:
         """The arguments that shape the server itself (so they are part of its identity), not one session.

@@ -59,12 +59,13 @@ def main(argv: list[str]) -> int:
 def run(options: ServeOptions) -> int:
     """Link this process's client to its shared server; the exit status."""
     try:
+        options.check_roots()
         choice = lookup.find_config(options.config)
         shape = options.server_args(choice.path)
     except FileNotFoundError as exc:
         print(f"nexus: {exc}: config file not found", file=sys.stderr)
         return 2
-    except ValueError as exc:  # --libraries that are not NAME:PATH pairs
+    except ValueError as exc:  # --libraries that are not NAME:PATH pairs, a --root of / or ~
         print(f"nexus: {exc}", file=sys.stderr)
         return 2
     cwd = Path.cwd()

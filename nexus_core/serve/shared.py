@@ -319,6 +319,7 @@ class SharedServer:
             "http_listeners": [listener.url for listener in self.listeners.values()],
             "rss_mb": _rss_mb(),
             "idle_timeout_s": self.idle_timeout,
+            "audit_dropped": self.host.audit.dropped,
             "plugins": [
                 {"name": s.name, "version": s.record.version, "status": s.status}
                 for s in sorted(self.host.plugins.values(), key=lambda s: s.name)

@@ -98,7 +98,7 @@ async def test_a_call_right_after_the_handshake_waits_for_the_clients_roots(home
 
 
 async def test_a_walk_of_the_root_folder_never_shows_proc_sys_or_dev(home: Path) -> None:
-    async with launched(Path("/"), home, "--root", "/") as session:
+    async with launched(Path("/"), home, "--root", "/", "--allow-broad-root") as session:
         for tool in ("list_directory", "directory_tree"):
             result = await session.call_tool(tool, {"path": "/", "depth": 1})
             assert not result.is_error, text(result)

@@ -24,6 +24,7 @@ import glob
 import os
 import re
 import shutil
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,9 +328,19 @@ class ArgumentChecker:
     def path(self, text: str, shown: str, *, write: bool) -> None:
         target = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
         try:
-            self.policy.resolve(self.cwd / target, write=write)
+            self.linked(self.policy.resolve(self.cwd / target, write=write))
         except ToolError as exc:
             raise refuse(f"{shown!r}: {exc}") from None
+
+    def linked(self, real: Path) -> None:
+        """A file with other names (hard links) gets the read tools' refusals: the program opens it by this one."""
+        try:
+            info = os.stat(real, follow_symlinks=False)
+        except OSError:
+            return  # not there yet (a file the command creates), or gone: nothing to read through
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            with self.policy.open_read(real):  # PermissionDenied: a linked secret, key material, another's file
+                pass
 
     def looks_like_path(self, text: str) -> bool:
         if "/" in text or text.startswith((".", "~")):
@@ -372,6 +383,17 @@ class ArgumentChecker:
                 f"{shown!r}: the program goes through every file in it, and '{hidden}' there is hidden by the "
                 "path policy; use the grep, glob or list_directory tools (they skip hidden files) or a narrower folder"
             )
+        if real.is_dir():
+            self.linked_below(real, shown)
+
+    def linked_below(self, folder: Path, shown: str) -> None:
+        """``linked`` for every file with other names that a program going through ``folder`` would read."""
+        for here, _, files in os.walk(folder):
+            for name in files:
+                try:
+                    self.linked(Path(here, name))
+                except ToolError as exc:
+                    raise refuse(f"{shown!r}: the program goes through every file in it: {exc}") from None
 
     def glob(self, value: str, plain: list[bool], shown: str, *, write: bool, walk: bool = False) -> None:
         """Check every file a superset of the shell's glob would match (hidden files and ** included)."""
@@ -393,7 +415,7 @@ class ArgumentChecker:
             if match[len(base) :].startswith("-"):
                 raise refuse(f"{shown!r} would expand to {match[len(base) :]!r}, which the command reads as an option")
             try:
-                self.policy.resolve(match, write=write)
+                self.linked(self.policy.resolve(match, write=write))
             except ToolError as exc:
                 raise refuse(f"{shown!r} would match a file the path policy refuses: {exc}") from None
             if walk:

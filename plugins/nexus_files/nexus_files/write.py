@@ -105,6 +105,7 @@ def entry_path(policy: PathPolicy, given: str) -> Path:
         raise PermissionDenied(f"permission denied: '{given}' {reason}")
     if entry.name.casefold() == ".git":  # in any case, as the core: one name on a case-insensitive disk
         raise PermissionDenied(f"permission denied: '{given}' is a .git directory; writes there are refused")
+    policy.check_entry(entry, given)  # the name itself: a rename or mkdir to '.husky' or 'HEAD' that does not exist yet
     if entry.is_symlink() or entry.exists():
         policy.resolve(entry, write=True)
     return entry
@@ -298,6 +299,7 @@ def rename(
             raise ToolError(f"'{source}' does not exist")
         if src.is_dir() and not src.is_symlink():
             _refuse_hidden_inside(policy, src, source)
+            policy.check_moved_tree(src, dst, source)
             if dst == src or dst.is_relative_to(src):
                 raise ToolError(f"cannot move '{source}' into itself")
         if dst.exists() or dst.is_symlink():
