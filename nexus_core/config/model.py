@@ -132,11 +132,17 @@ class Profile(Strict):
 
     def refusal(self, plugin: str, kind: str, names: frozenset[str]) -> str | None:
         """Why an item is outside this profile, or None when it is inside."""
+        if plugin in SERVED_IN_EVERY_PROFILE:
+            return None
         if self.plugins is not None and plugin not in self.plugins:
             return f"'{names_text(names)}' is not in the profile '{self.name}' (plugins: {', '.join(self.plugins)})"
         if self.tools is not None and kind == "tool" and names.isdisjoint(self.tools):
             return f"tool '{names_text(names)}' is not in the profile '{self.name}'"
         return None
+
+
+# find_tools and call_tool reach only what the profile allows anyway: tool search works beside any profile.
+SERVED_IN_EVERY_PROFILE = frozenset({"tool_search"})
 
 
 def names_text(names: frozenset[str]) -> str:
