@@ -1028,7 +1028,8 @@ MUTATIONS: list[Mutation] = [
         "call-tool-skips-the-gate",
         CORE + "builtin/tool_search.py",
         "return await self._host().server.call_tool(name, arguments or {}, ctx)",
-        "server = self._host().server\n        return await super(type(server), server).call_tool(name, arguments or {}, ctx)",
+        "server = self._host().server\n"
+        "        return await super(type(server), server).call_tool(name, arguments or {}, ctx)",
         SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
         "call_tool calls through the gate: a refused tool is refused with its reason, and audited",
     ),
