@@ -62,7 +62,7 @@ def top3(rank: Any, tools: list[dict[str, Any]], rows: list[dict[str, Any]]) -> 
 
 
 def bm25_only(query: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    scores = BM25([tool_text(t) for t in tools]).scores(query)
+    scores = BM25([tool_text(t) for t in tools]).scores(query, expand=False)
     return [tools[i] for i in sorted(range(len(tools)), key=lambda i: -scores[i])]
 
 
