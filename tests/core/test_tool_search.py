@@ -127,3 +127,25 @@ async def test_tool_search_over_streamable_http(http_server, tmp_path: Path, mod
         assert "count_lines" not in await found(client, "count lines in a file", limit=20)
         result = await client.call_tool("call_tool", {"name": "hello", "arguments": {"name": "Cy"}})
         assert not result.is_error and "Hello, Cy!" in result.content[0].text
+
+
+async def test_a_bridged_server_that_connects_is_searched_within_its_deny_list(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    """The npm @modelcontextprotocol/server-memory (scripts/setup installs it) mounted as ``kg``, deletes denied."""
+    npm = Path(__file__).parents[1] / "bridge" / "npm"
+    assert (npm / "node_modules" / "@modelcontextprotocol" / "server-memory").is_dir(), "run scripts/setup"
+    config = CONFIG.format(server="tool_search = true").replace("[plugins.bridge]\nenabled = false\n", "")
+    config += (
+        '[plugins.bridge.servers.kg]\ntype = "npm"\npackage = "@modelcontextprotocol/server-memory"\n'
+        f'cwd = "{npm}"\ndeny = ["delete_*"]\nenv = {{ MEMORY_FILE_PATH = "{tmp_path / "kg.jsonl"}" }}\n'
+    )
+    (tmp_path / "tools").mkdir()
+    async with relay(write_config(tmp_path / "nexus.toml", config)) as (session, _):
+        assert await names(session) == {"find_tools", "call_tool"}
+        with anyio.fail_after(60):  # npm's server starts while the client is already served
+            while "kg_create_entities" not in await found(session, "create entities in the knowledge graph"):
+                await anyio.sleep(0.5)
+        assert not any(n.startswith("kg_delete") for n in await found(session, "delete entities relations", 20))
+        refused = await session.call_tool("call_tool", {"name": "kg_delete_entities", "arguments": {}})
+        assert refused.is_error
