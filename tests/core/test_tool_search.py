@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from tests.conftest import http_client, nexus_command, server_env, write_config
 
@@ -149,3 +149,17 @@ async def test_a_bridged_server_that_connects_is_searched_within_its_deny_list(
         assert not any(n.startswith("kg_delete") for n in await found(session, "delete entities relations", 20))
         refused = await session.call_tool("call_tool", {"name": "kg_delete_entities", "arguments": {}})
         assert refused.is_error
+
+
+async def test_a_2026_client_searches_and_calls_through_the_relay(tmp_path: Path, isolated_user_dirs: Path) -> None:
+    """A 2026-07-28 request stands alone: the list stays pinned, call_tool reaches what find_tools found."""
+    config = write_config(tmp_path / "nexus.toml", CONFIG.format(server="tool_search = true"))
+    (tmp_path / "tools").mkdir()
+    command = nexus_command("serve", "--config", str(config))
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(), cwd=tmp_path)
+    async with Client(params, mode="2026-07-28") as client:
+        assert {t.name for t in (await client.list_tools()).tools} == {"find_tools", "call_tool"}
+        assert "hello" in await found(client, "greet someone by name")
+        assert "count_lines" not in await found(client, "count the lines of a text file", limit=20)
+        result = await client.call_tool("call_tool", {"name": "hello", "arguments": {"name": "Di"}})
+        assert not result.is_error and "Hello, Di!" in result.content[0].text
