@@ -102,14 +102,24 @@ def embedder() -> Embed | None:
     no model) means lexical ranking only, never an error.
     """
     try:
-        from nexus_memory.embedders import MiniLMEmbedder
-
-        model = MiniLMEmbedder()
+        model = _memory_minilm()
         model.embed(["warm up"])
-        return model.embed
+        return model.embed  # type: ignore[no-any-return]
     except Exception as exc:
         log.info("tool search ranks by words only (no embedder: %s: %s)", type(exc).__name__, exc)
         return None
+
+
+def _memory_minilm() -> Any:
+    """MiniLM by name through the memory plugin's embedder registry (``nexus_memory.embed.create``), or,
+    in versions before that registry, its class in ``nexus_memory.embedders``."""
+    try:
+        from nexus_memory.embed import create
+    except ImportError:
+        from nexus_memory.embedders import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    return create("minilm")
 
 
 class Ranker:
