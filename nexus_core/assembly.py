@@ -30,12 +30,15 @@ def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Hos
     """
     if pm is None:
         pm = get_plugin_manager()
-        records = discover(pm, config, lambda: _tool_folder(config))
+        records = discover(pm, config, lambda: _tool_folder(config), lambda: _tool_search(config))
     else:
         records = [
             PluginRecord(name, "registered", enabled=config.table(name).enabled) for name, _ in pm.list_name_plugin()
         ]
     host = Host(config, pm, records).build()
+    search = pm.get_plugin("tool_search")
+    if search is not None and hasattr(search, "attach"):
+        search.attach(host)  # find_tools and call_tool reach the tools through the host built here
     install_console_views(host)
     return host
 
@@ -45,6 +48,14 @@ def _tool_folder(config: NexusConfig) -> Any:
     from nexus_core.builtin.tool_folder import ToolFolderPlugin
 
     return ToolFolderPlugin([config.resolve_path(folder) for folder in config.server.tool_dirs])
+
+
+def _tool_search(config: NexusConfig) -> Any:
+    """The built-in plugin ``tool_search``: its tools are registered only when some session can search."""
+    from nexus_core.builtin.tool_search import ToolSearchPlugin
+
+    enabled = config.server.tool_search or any(p.tool_search for p in config.profiles.values())
+    return ToolSearchPlugin(enabled)
 
 
 def build_for_serving(config: NexusConfig) -> Host:

@@ -87,6 +87,7 @@ GUARDED_T = "tests/core/test_guarded_files.py::"
 POLICY_T = "tests/files/test_write_policy.py::"
 LINKS_T = "tests/files/test_execute_links.py::"
 DISK_T = "tests/core/test_full_disk.py::"
+SEARCH_T = "tests/core/test_tool_search.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -1101,6 +1102,49 @@ MUTATIONS: list[Mutation] = [
         off("isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None"),
         DISK_T + "test_a_tool_on_a_full_disk_says_why",
         "every tool error carries a reason: a crash on a full disk says 'No space left on device'",
+    ),
+    # -- issue 35: tool search ---------------------------------------------------------------------------------
+    m(
+        "tool-search-lists-everything",
+        CORE + "host/build.py",
+        "        if not self.searching(session):\n",
+        "        if True:\n",
+        SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
+        "in tool search mode tools/list shows only the pinned tools",
+    ),
+    m(
+        "find-tools-ranks-ungranted-tools",
+        CORE + "builtin/tool_search.py",
+        "tools = [t for t in await host.server.callable_tools() if not self._own(t.name)]",
+        "tools = [types.Tool(name=n, description=e.spec.fn.__doc__ or '', input_schema={'type': 'object'})"
+        " for n, e in host.tools.items() if not self._own(n)]",
+        SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
+        "find_tools never returns a tool the session may not call",
+    ),
+    m(
+        "find-tools-keeps-the-list",
+        CORE + "builtin/tool_search.py",
+        "        session.found_tools |= new\n",
+        "",
+        SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
+        "the tools find_tools returns join the session's tools/list",
+    ),
+    m(
+        "find-tools-tells-no-one",
+        CORE + "builtin/tool_search.py",
+        "if new and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:",
+        off("new and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS"),
+        SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
+        "find_tools sends notifications/tools/list_changed when the session's list grows",
+    ),
+    m(
+        "call-tool-skips-the-gate",
+        CORE + "builtin/tool_search.py",
+        "return await self._host().server.call_tool(name, arguments or {}, ctx)",
+        "server = self._host().server\n"
+        "        return await super(type(server), server).call_tool(name, arguments or {}, ctx)",
+        SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
+        "call_tool calls through the gate: a refused tool is refused with its reason, and audited",
     ),
 ]
 

@@ -64,6 +64,7 @@ class Session:
     client_roots: tuple[Path, ...] | None = None  # None: the client offers none (or has not answered)
     started: float = field(default_factory=time.time)
     calls: int = 0
+    found_tools: set[str] = field(default_factory=set)  # tool search: what find_tools showed, listed from then on
     _roots_wait: Any = field(default=None, repr=False)  # an anyio.Event while roots/list is outstanding
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # per-session derived state (path policies)
 

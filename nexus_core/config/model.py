@@ -81,6 +81,10 @@ class ServerConfig(Strict):
     )
     idle_timeout: float = Field(600, gt=0, description="Seconds the shared server waits without a client, then exits.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    tool_search: bool = Field(False, description="tools/list shows only the pinned tools; find_tools finds the rest.")
+    tool_search_pinned: list[str] = Field(
+        default_factory=lambda: ["find_tools", "call_tool"], description="The tools listed in tool search mode."
+    )
     http: HttpConfig = Field(default_factory=HttpConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
 
@@ -125,15 +129,23 @@ class Profile(Strict):
     description: str = ""
     plugins: list[str] | None = None
     tools: list[str] | None = None
+    tool_search: bool | None = Field(None, description="Tool search mode for this profile (default: [server]'s).")
+    tool_search_pinned: list[str] | None = Field(None, description="Its pinned tools (default: [server]'s).")
     name: str = Field("", exclude=True)
 
     def refusal(self, plugin: str, kind: str, names: frozenset[str]) -> str | None:
         """Why an item is outside this profile, or None when it is inside."""
+        if plugin in SERVED_IN_EVERY_PROFILE:
+            return None
         if self.plugins is not None and plugin not in self.plugins:
             return f"'{names_text(names)}' is not in the profile '{self.name}' (plugins: {', '.join(self.plugins)})"
         if self.tools is not None and kind == "tool" and names.isdisjoint(self.tools):
             return f"tool '{names_text(names)}' is not in the profile '{self.name}'"
         return None
+
+
+# find_tools and call_tool reach only what the profile allows anyway: tool search works beside any profile.
+SERVED_IN_EVERY_PROFILE = frozenset({"tool_search"})
 
 
 def names_text(names: frozenset[str]) -> str:

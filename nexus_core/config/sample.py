@@ -19,6 +19,7 @@ name = "nexus"
 # plugin_dirs = ["~/.config/nexus/plugins"]         # every *.py file there is a plugin
 # tool_dirs = ["~/.config/nexus/tools"]             # tool files, watched while serving (docs/tool_files.md)
 # log_level = "INFO"
+# tool_search = false            # list only find_tools and call_tool; the model finds the rest (docs/tool_search.md)
 
 [server.http]
 host = "127.0.0.1"

@@ -39,7 +39,7 @@ from nexus_core import __version__
 from nexus_core.access.audit import AuditLog
 from nexus_core.access.gate import Gate, Item, Sessions, refusal
 from nexus_core.access.grants import Category, Grants
-from nexus_core.access.sessions import current, like_process
+from nexus_core.access.sessions import Session, current, like_process
 from nexus_core.config.model import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PluginError
 from nexus_core.fs.atomic import sweep
@@ -61,6 +61,8 @@ from nexus_core.host.registrars import (
 from nexus_core.host.schemas import compact
 
 log = logging.getLogger("nexus")
+
+SEARCH_PLUGIN = "tool_search"  # the built-in plugin of find_tools and call_tool (builtin/tool_search.py)
 
 DEFAULT_CATEGORY = Category(
     name="default", description="Every tool of a plugin that declares no categories.", default=True
@@ -165,6 +167,10 @@ class NexusServer(MCPServer[Any]):
         return entry
 
     async def list_tools(self) -> list[types.Tool]:
+        return self.host.search_view(await self.callable_tools())
+
+    async def callable_tools(self) -> list[types.Tool]:
+        """Every tool the current session may call, native and live, whatever tool search shows of them."""
         await self.host.settle()
         listed = await super().list_tools() + self.host.live.listed("tool")
         return self.host.visible("tool", listed, lambda t: t.name)
@@ -419,6 +425,21 @@ class Host:
             if item is not None and refusal(item, session):
                 hidden.append(entry)
         return [entry for entry in listed if entry not in hidden] if hidden else listed
+
+    def searching(self, session: Session) -> bool:
+        """Whether ``session`` is served in tool search mode: its profile says so, else ``[server]``."""
+        own = session.profile.tool_search if session.profile is not None else None
+        return self.config.server.tool_search if own is None else own
+
+    def search_view(self, tools: list[types.Tool]) -> list[types.Tool]:
+        """What tools/list shows the current session: all it may call, or in tool search mode only
+        the pinned tools and those find_tools has shown it. The search tools show only in that mode."""
+        session = current()
+        if not self.searching(session):
+            return [t for t in tools if (entry := self.tools.get(t.name)) is None or entry.plugin != SEARCH_PLUGIN]
+        pinned = session.profile.tool_search_pinned if session.profile is not None else None
+        shown = {*(self.config.server.tool_search_pinned if pinned is None else pinned), *session.found_tools}
+        return [t for t in tools if t.name in shown]
 
     def _installed_code(self) -> list[Path]:
         """The folders of Nexus's own code and every plugin's: no tool may rewrite what runs here."""

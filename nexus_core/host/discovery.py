@@ -61,13 +61,21 @@ def get_plugin_manager() -> NexusPluginManager:
     return NexusPluginManager()
 
 
-def discover(pm: NexusPluginManager, config: NexusConfig, tool_folder: Callable[[], Any]) -> list[PluginRecord]:
+def discover(
+    pm: NexusPluginManager,
+    config: NexusConfig,
+    tool_folder: Callable[[], Any],
+    tool_search: Callable[[], Any] | None = None,
+) -> list[PluginRecord]:
     """Register every plugin the environment and the config name. Returns one record each.
 
     ``tool_folder`` makes the built-in plugin ``tools`` (``builtin.tool_folder``; called only when it is
-    enabled): the composition root hands it in, so finding plugins does not depend on any one of them.
+    enabled), ``tool_search`` the built-in ``tool_search`` (``builtin.tool_search``): the composition
+    root hands them in, so finding plugins does not depend on any one of them.
     """
     records = [_load(pm, config, "tools", "built-in (the tool folder)", tool_folder)]
+    if tool_search is not None:
+        records.append(_load(pm, config, "tool_search", "built-in (tool search)", tool_search))
     for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist
         source = f"entry point {ep.value}" + (f" ({dist.name})" if dist else "")

@@ -42,6 +42,7 @@ def test_bridge(run_bench: Run) -> None:
 def test_tool_bytes(run_bench: Run) -> None:
     out = run_bench("tool_bytes.py", "--smoke")
     lines_like(out, r"^default grants: tools/list reply [\d,]+ bytes", r"^total\s+\d+\s+[\d,]+", r"^profile \w+\s+\d+")
+    lines_like(out, r"^tool search\s+2\s+[\d,]+\s+[\d,]+$")
 
 
 def test_tool_folder(run_bench: Run) -> None:
@@ -96,3 +97,8 @@ def test_recall_mcp(run_bench: Run) -> None:
     out = run_bench("recall_mcp.py", "--smoke")
     lines_like(out, r"^stored \d+ memories in", r"^\| nexus serve \| test \| \*\*[\d.]+\*\* \|")
     lines_like(out, r"^recall through MCP, again, limit 5, ms: p50 [\d.]+, p95 [\d.]+")
+
+
+def test_tool_search(run_bench: Run) -> None:
+    out = run_bench("tool_search.py", "--smoke")
+    lines_like(out, r"^embedder: ", rf"^tune\s+\d+\s+{NUMBER}%\s+{NUMBER}%$", r"^one find_tools ranking over \d+ tools")

@@ -34,6 +34,7 @@ class Result(BaseModel):
 class Args(BaseModel):
     start_line: int = Field(1, ge=1)
     leaf: Leaf
+    author: str | None = None
 
 
 def test_titles_go_single_use_definitions_are_inlined_and_output_defaults_drop() -> None:
@@ -46,6 +47,7 @@ def test_titles_go_single_use_definitions_are_inlined_and_output_defaults_drop()
     args = compact(Args.model_json_schema())
     assert "$defs" not in args and args["properties"]["leaf"]["properties"]["title"]["type"] == "string"
     assert args["properties"]["start_line"] == {"default": 1, "minimum": 1, "type": "integer"}  # defaults stay
+    assert "default" not in args["properties"]["author"] and "author" not in args["required"]  # but not null's
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,158 @@
+"""Ranking tools for a request: BM25 over their words, and their meaning when an embedder is installed.
+
+BM25 is a dozen lines here rather than a dependency: the documents are a few hundred
+short tool definitions, and the scoring must see exactly the text we choose (name split
+into words, title, description, parameter names and descriptions). The embedder is the
+memory plugin's MiniLM, reached through one optional import (``embedder``); without it,
+ranking is lexical only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+log = logging.getLogger("nexus")
+
+Embed = Callable[[Sequence[str]], list[list[float]]]
+
+WORD = re.compile(r"[a-z0-9]+")
+# Words that carry no meaning for choosing a tool; they would only add noise to the lexical scores.
+_STOP_TEXT = """a an the of to in on for and or is are be by with from at as it its this that these those do does
+i me my we our you your can could would should please want need some any all what which how when where who"""
+STOP = frozenset(_STOP_TEXT.split())
+# Everyday verbs and nouns a request uses for what tool descriptions say otherwise (general, not per tool).
+_SYNONYMS = [
+    "delete remove erase drop forget",
+    "folder directory dir",
+    "find search look lookup query",
+    "create add make new",
+    "change edit modify update replace rewrite",
+    "run execute launch",
+    "show read open view get display print",
+    "file document",
+    "link relation connect connection edge",
+    "node entity",
+    "page entity",
+    "note memory",
+]
+SYNONYMS = {w: set(line.split()) - {w} for line in _SYNONYMS for w in line.split()}
+SEMANTIC_WEIGHT = 0.7  # the share of the meaning score in the blend (tuned on the tune half: 0.5 to 0.9)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words, ``snake_case`` and ``camelCase`` split, stop words dropped, a plural ``s`` stripped."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower().replace("_", " ")
+    return [_stem(w) for w in WORD.findall(text) if w not in STOP]
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def tool_text(tool: dict[str, Any]) -> str:
+    """The words a tool is found by: name (twice: it is the densest clue), title, description, parameters."""
+    parts = [tool["name"], tool["name"], tool.get("title") or "", tool.get("description") or ""]
+    for name, schema in ((tool.get("inputSchema") or {}).get("properties") or {}).items():
+        parts += [name, str(schema.get("description", "")) if isinstance(schema, dict) else ""]
+    return "\n".join(parts)
+
+
+class BM25:
+    """Okapi BM25 over a fixed list of documents."""
+
+    def __init__(self, documents: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.docs = [Counter(words(d)) for d in documents]
+        self.lengths = [sum(d.values()) for d in self.docs]
+        self.average = (sum(self.lengths) / len(self.docs)) if self.docs else 1.0
+        frequency = Counter(w for d in self.docs for w in d)
+        n = len(self.docs)
+        self.idf = {w: math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in frequency.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str, expand: bool = True) -> list[float]:
+        """Each document's score; ``expand`` adds the query words' synonyms, each weighing half."""
+        weights: dict[str, float] = {}
+        for word in words(query):
+            weights[word] = 1.0
+            for other in SYNONYMS.get(word, ()) if expand else ():
+                weights.setdefault(other, 0.5)
+        terms = [w for w in weights if w in self.idf]
+        out = []
+        for doc, length in zip(self.docs, self.lengths, strict=True):
+            norm = self.k1 * (1 - self.b + self.b * length / (self.average or 1.0))
+            out.append(
+                sum(weights[t] * self.idf[t] * doc[t] * (self.k1 + 1) / (doc[t] + norm) for t in terms if t in doc)
+            )
+        return out
+
+
+def embedder() -> Embed | None:
+    """The memory plugin's embedder when it is installed and its model loads; None otherwise.
+
+    The one place tool search touches ``nexus_memory``: any failure (not installed, renamed,
+    no model) means lexical ranking only, never an error.
+    """
+    try:
+        model = _memory_minilm()
+        model.embed(["warm up"])
+        return model.embed  # type: ignore[no-any-return]
+    except Exception as exc:
+        log.info("tool search ranks by words only (no embedder: %s: %s)", type(exc).__name__, exc)
+        return None
+
+
+def _memory_minilm() -> Any:
+    """MiniLM by name through the memory plugin's embedder registry (``nexus_memory.embed.create``), or,
+    in versions before that registry, its class in ``nexus_memory.embedders``."""
+    try:
+        from nexus_memory.embed import create
+    except ImportError:
+        from nexus_memory.embedders import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    return create("minilm")
+
+
+class Ranker:
+    """Ranks tool definitions for a request; keeps the vectors of texts it has seen."""
+
+    def __init__(self, embed: Embed | None) -> None:
+        self.embed = embed
+        self._vectors: dict[str, list[float]] = {}
+
+    def rank(self, query: str, tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``tools``, best match first; tools that match neither by word nor by meaning come last."""
+        if not tools:
+            return []
+        texts = [tool_text(t) for t in tools]
+        lexical = _normalised(BM25(texts).scores(query))
+        blended = lexical
+        if self.embed is not None:
+            meaning = self._similarities(query, texts)
+            blended = [SEMANTIC_WEIGHT * m + (1 - SEMANTIC_WEIGHT) * w for m, w in zip(meaning, lexical, strict=True)]
+        order = sorted(range(len(tools)), key=lambda i: (-blended[i], tools[i]["name"]))
+        return [tools[i] for i in order]
+
+    def _similarities(self, query: str, texts: list[str]) -> list[float]:
+        assert self.embed is not None
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.embed(missing), strict=True))
+        (q,) = self.embed([query])
+        sims = [sum(a * b for a, b in zip(q, self._vectors[t], strict=True)) for t in texts]
+        return _normalised(sims)
+
+
+def _normalised(scores: list[float]) -> list[float]:
+    """Scores scaled to 0..1 over this candidate list, so the two rankers blend on one scale."""
+    low, high = min(scores, default=0.0), max(scores, default=0.0)
+    return [(s - low) / (high - low) if high > low else 0.0 for s in scores]
