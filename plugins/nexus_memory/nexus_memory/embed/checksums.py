@@ -79,10 +79,9 @@ def folder(package: Package) -> Path:
 
 
 def mismatch(what: str, package_name: str, reinstall: str, actual: str, expected: str) -> str:
-    return (
-        f"{what} (package {package_name}) has sha256 {actual}, expected {expected}: "
-        f"it is damaged or changed; reinstall it: {reinstall}"
-    )
+    """One line: the file, its package, both hashes and the command that repairs it (a reinstall, or another)."""
+    fix = f"reinstall it: {reinstall}" if reinstall.startswith("pip ") else reinstall
+    return f"{what} (package {package_name}) has sha256 {actual}, expected {expected}: it is damaged or changed; {fix}"
 
 
 def check_bytes(data: bytes, path: Path, package: Package, expected: str) -> None:
