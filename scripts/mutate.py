@@ -1045,6 +1045,14 @@ MUTATIONS: list[Mutation] = [
         "each of all-mpnet-base-v2's five parts is checked by sha256 before the model is built",
     ),
     m(
+        "mpnet-built-model-not-checked",
+        MEMORY + "embed/mpnet_model.py",
+        "        _check_built(path)\n",
+        "",
+        "tests/memory/test_model_checksums.py::test_a_changed_built_mpnet_model_is_refused",
+        "the built all-mpnet-base-v2 model is checked at every load against the sha256 recorded at its build",
+    ),
+    m(
         "model-checksums-not-cached",
         MEMORY + "embed/checksums.py",
         "        if key in _verified:\n            return\n",
