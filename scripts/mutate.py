@@ -989,6 +989,63 @@ MUTATIONS: list[Mutation] = [
             "        except ZeroDivisionError:",
         ),
     ),
+    # -- issue 37: modes, secrets and upstreams ------------------------------------------------------------
+    m(
+        "relay-environment-readable",
+        CORE + "serve/relay.py",
+        "    make_undumpable()\n    try:",
+        "    try:",
+        "tests/core/test_secrets.py::test_a_program_of_the_same_user_cannot_read_the_relays_environment",
+        "a program of the same user cannot read the relay's environment (NEXUS_TOKEN)",
+    ),
+    m(
+        "http-token-not-secret",
+        CORE + "fs/secrets.py",
+        '    "nexus/http-token",\n',
+        "",
+        "tests/core/test_secrets.py::test_no_tool_reads_the_http_token_even_when_the_roots_cover_the_home_folder",
+        "the HTTP token file is on the secret list: no tool reads it",
+    ),
+    m(
+        "http-token-logged",
+        CORE + "serve/http.py",
+        "    return token\n\n\ndef write_token",
+        '    log.warning("token: %s", token)\n    return token\n\n\ndef write_token',
+        "tests/core/test_http.py::test_the_token_is_generated_once_private_and_never_logged",
+        "the log never contains the HTTP token",
+    ),
+    m(
+        "login-link-logged",
+        CORE + "serve/http.py",
+        '    log.warning("console: run `nexus console` for a login link")',
+        '    log.warning("console: http://127.0.0.1:%d%s", port, console_for(host).login_path())',
+        "tests/core/test_http.py::test_the_token_is_generated_once_private_and_never_logged",
+        "the log never contains a console login link",
+    ),
+    m(
+        "server-log-readable",
+        CORE + "serve/relay.py",
+        "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE)\n    os.fchmod(fd, FILE)",
+        "os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)",
+        "tests/core/test_http.py::test_the_token_is_generated_once_private_and_never_logged",
+        "the shared server's log is 0600",
+    ),
+    m(
+        "origin-any-loopback-port",
+        CORE + "serve/http.py",
+        "allowed_origins=own_origins(bind, port) + http.allowed_origins,",
+        'allowed_origins=[f"http://{h}:*" for h in LOOPBACK_HOSTS] + http.allowed_origins,',
+        "tests/core/test_http.py::test_foreign_origins_and_hosts_are_refused",
+        "/mcp accepts an Origin of its own host and port only (and allowed_origins)",
+    ),
+    m(
+        "rotated-token-readable",
+        CORE + "cli/server.py",
+        'atomic_write(path, secrets.token_urlsafe(32) + "\\n", mode=0o600)',
+        'atomic_write(path, secrets.token_urlsafe(32) + "\\n")',
+        "tests/core/test_secrets.py::test_rotating_the_token_replaces_it_privately_and_never_prints_it",
+        "nexus server token --rotate writes the new token 0600",
+    ),
 ]
 
 
