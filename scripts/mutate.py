@@ -685,10 +685,10 @@ MUTATIONS: list[Mutation] = [
     m(
         "bridge-everything-read",
         BRIDGE,
-        '"read" if read_only else "write",',
+        '"read" if self.reads(tool.name) else "write",',
         '"read",',
         BT + "test_categories_mount_an_upstream_read_only",
-        "upstream tools not marked read-only are in the write category",
+        "upstream tools the config does not name as read are in the write category",
     ),
     m(
         "bridge-links-not-relinked",
@@ -1019,8 +1019,17 @@ MUTATIONS: list[Mutation] = [
         CORE + "serve/http.py",
         '    log.warning("console: run `nexus console` for a login link")',
         '    log.warning("console: http://127.0.0.1:%d%s", port, console_for(host).login_path())',
-        "tests/core/test_http.py::test_the_token_is_generated_once_private_and_never_logged",
+        "tests/core/test_http.py::test_the_token_is_generated_once_private_and_never_logged[standalone]",
         "the log never contains a console login link",
+    ),
+    m(
+        "login-link-printed",
+        CORE + "cli/server.py",
+        '        click.echo("console: run `nexus console` for a login link", err=True)',
+        '        console = rendezvous.ask(key, "console") or {}\n'
+        "        click.echo(f\"console: {console.get('url')}\", err=True)",
+        "tests/core/test_http.py::test_the_token_is_generated_once_private_and_never_logged[shared]",
+        "nexus serve --transport http never prints a console login link (clients keep its stderr in a log)",
     ),
     m(
         "server-log-readable",
@@ -1045,6 +1054,56 @@ MUTATIONS: list[Mutation] = [
         'atomic_write(path, secrets.token_urlsafe(32) + "\\n")',
         "tests/core/test_secrets.py::test_rotating_the_token_replaces_it_privately_and_never_prints_it",
         "nexus server token --rotate writes the new token 0600",
+    ),
+    m(
+        "bridge-trusts-read-only-hint",
+        BRIDGE,
+        '"read" if self.reads(tool.name) else "write",',
+        '"read" if self.reads(tool.name) or (tool.annotations and tool.annotations.read_only_hint) else "write",',
+        BT + "test_an_upstreams_read_only_hint_does_not_make_its_tool_read",
+        "a mounted tool's category comes from the config, never from the upstream's readOnlyHint",
+    ),
+    m(
+        "live-resource-shadows-native-template",
+        CORE + "host/live_items.py",
+        "if isinstance(entry.definition, types.Resource) and (plugin := self._native_template_owner(entry.key)):",
+        off("isinstance(entry.definition, types.Resource) and (plugin := self._native_template_owner(entry.key))"),
+        BT + "test_an_upstream_without_a_prefix_cannot_shadow_nexuss_own_tools_or_resources",
+        "an upstream mounted with prefix = '' cannot shadow a resource Nexus serves itself",
+    ),
+    m(
+        "tool-folder-trusted-blindly",
+        CORE + "builtin/tool_folder.py",
+        "reason = unsafe or _unsafe_file(info, entry.path)",
+        "reason = None",
+        "tests/core/test_code_folders.py::"
+        "test_a_tool_folder_others_can_write_serves_nothing_and_a_file_others_can_write_is_skipped",
+        "a tool folder or tool file another user can write is refused",
+    ),
+    m(
+        "refused-tool-file-keeps-serving",
+        CORE + "builtin/tool_folder.py",
+        "record.tools = []\n                await self.ctx.publish(str(record.path))",
+        "pass",
+        "tests/core/test_code_folders.py::"
+        "test_a_tool_folder_others_can_write_serves_nothing_and_a_file_others_can_write_is_skipped",
+        "a tool file that becomes writable by others has its tools withdrawn",
+    ),
+    m(
+        "plugin-folder-trusted-blindly",
+        CORE + "host/discovery.py",
+        "if reason := refusal(path):",
+        off("reason := refusal(path)"),
+        "tests/core/test_code_folders.py::test_a_plugin_folder_others_can_write_is_never_imported_and_doctor_says_so",
+        "a plugin folder another user can write is refused",
+    ),
+    m(
+        "plugin-file-trusted-blindly",
+        CORE + "host/discovery.py",
+        "if reason := refusal(file):",
+        off("reason := refusal(file)"),
+        "tests/core/test_code_folders.py::test_a_plugin_folder_others_can_write_is_never_imported_and_doctor_says_so",
+        "a plugin file another user can write is skipped",
     ),
 ]
 

@@ -68,25 +68,40 @@ async def test_without_a_configured_token_a_generated_one_is_required(http_serve
     assert missing.status_code == 401 and right.status_code == 200
 
 
-def test_the_token_is_generated_once_private_and_never_logged(tmp_path: Path, isolated_user_dirs: Path) -> None:
+@pytest.mark.parametrize("mode", ["shared", "standalone"])
+def test_the_token_is_generated_once_private_and_never_logged(
+    tmp_path: Path, isolated_user_dirs: Path, mode: str
+) -> None:
     import os
+    import selectors
     import stat
     import subprocess
+    import time
 
     from tests.conftest import free_port, nexus_command, wait_listening
 
     port = free_port()
+    extra = ["--standalone"] if mode == "standalone" else []
     proc = subprocess.Popen(
-        nexus_command("serve", "--transport", "http", "--port", str(port)),
+        nexus_command("serve", "--transport", "http", "--port", str(port), *extra),
         stderr=subprocess.PIPE,
         cwd=tmp_path,
         env=server_env(),
     )
+    assert proc.stderr is not None
+    seen = b""
     try:
         wait_listening(proc, port)
+        with selectors.DefaultSelector() as selector:  # until it has said where the console is
+            selector.register(proc.stderr, selectors.EVENT_READ)
+            deadline = time.monotonic() + 60
+            while b"console:" not in seen and time.monotonic() < deadline and selector.select(1):
+                seen += os.read(proc.stderr.fileno(), 1 << 16)
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=20)
+    stderr = seen + stderr
+    assert b"console:" in stderr
     token_file = config_dir(isolated_user_dirs) / "http-token"
     token = token_file.read_text().strip()
     assert len(token) >= 40 and stat.S_IMODE(os.stat(token_file).st_mode) == 0o600

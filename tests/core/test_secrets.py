@@ -36,8 +36,9 @@ def test_a_program_of_the_same_user_cannot_read_the_relays_environment(tmp_path:
     """The relay outlives the hand-over, with the client's environment (NEXUS_TOKEN): a script the shared
     server runs as this user must not read it from /proc/<relay pid>/environ."""
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
+    # The relay too runs without capabilities: a process with fewer than its target's may never read it.
     relay = subprocess.Popen(
-        nexus_command("serve", "--config", str(config)),
+        _as_this_user_without_privileges(*nexus_command("serve", "--config", str(config))),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
