@@ -1105,6 +1105,47 @@ MUTATIONS: list[Mutation] = [
         "tests/core/test_code_folders.py::test_a_plugin_folder_others_can_write_is_never_imported_and_doctor_says_so",
         "a plugin file another user can write is skipped",
     ),
+    m(
+        "chroma-files-readable",
+        MEMORY + "store.py",
+        "        make_private(self.path)\n        return client",
+        "        return client",
+        "tests/core/test_private_files.py",
+        "the files Chroma creates in the memory store are made 0600",
+        Edit(MEMORY + "store.py", "make_private(self.path)  # the files Chroma made", "pass  #"),
+    ),
+    m(
+        "graph-lines-readable",
+        GRAPH + "storage.py",
+        "O_CREAT, 0o600)  # the graph is the user's alone",
+        "O_CREAT, 0o644)",
+        "tests/core/test_private_files.py",
+        "the graph's JSON Lines files are 0600",
+    ),
+    m(
+        "new-note-readable",
+        MANUAL + "library.py",
+        "NEW_FILE = 0o600",
+        "NEW_FILE = 0o644",
+        "tests/core/test_private_files.py",
+        "a note the manual creates is 0600",
+    ),
+    m(
+        "nexus-folders-by-umask",
+        CORE + "fs/modes.py",
+        "folder.mkdir(mode=FOLDER)",
+        "folder.mkdir()",
+        "tests/core/test_private_files.py",
+        "the folders Nexus creates are 0700",
+    ),
+    m(
+        "existing-folders-tightened",
+        CORE + "fs/modes.py",
+        "        if folder.exists():\n            break",
+        "        if folder.exists():\n            folder.chmod(FOLDER)\n            break",
+        "tests/core/test_private_files.py",
+        "folders Nexus did not create (~/.local/share, a library) keep their mode",
+    ),
 ]
 
 

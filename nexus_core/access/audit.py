@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from nexus_core.fs.modes import private_folder
+
 log = logging.getLogger("nexus.audit")
 _encode = json.JSONEncoder(default=str, ensure_ascii=False).encode  # built once: json.dumps with options is not
 
@@ -64,7 +66,7 @@ class AuditLog:
             with self._lock:
                 if self._fd is None:
                     assert self.path is not None
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    private_folder(self.path.parent)
                     self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 os.write(self._fd, line.encode())
         except OSError as exc:  # auditing must never break a call; say so loudly instead

@@ -381,7 +381,9 @@ async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None
 def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
     keyless = server_table("keyless", type="stdio", command="true", env={"KEY": {"env": "NEXUS_TEST_UNSET"}})
-    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]) + down + keyless)
+    config = write_config(
+        tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"], read_tools=["add"]) + down + keyless
+    )
     out = subprocess.run(
         nexus_command("plugins", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60
     )

