@@ -23,6 +23,8 @@ _EXPORTS = {
     "load_config": "nexus_core.config.model",
     "prefixed": "nexus_core.config.model",
     "write_at": "nexus_core.fs.atomic",
+    "private_folder": "nexus_core.fs.modes",
+    "make_private": "nexus_core.fs.modes",
     "ConfigError": "nexus_core.errors",
     "NexusError": "nexus_core.errors",
     "PermissionDenied": "nexus_core.access.denied",
@@ -80,10 +82,12 @@ __all__ = [
     "load_config",
     "lock_path",
     "locked",
+    "make_private",
     "make_undumpable",
     "on_local_fs",
     "on_loop",
     "prefixed",
+    "private_folder",
     "run_nonblocking",
     "shared_session",
     "stop_shared_server",
@@ -110,6 +114,7 @@ if TYPE_CHECKING:
     from nexus_core.errors import ConfigError, NexusError, PluginError
     from nexus_core.fs.atomic import atomic_write, write_at
     from nexus_core.fs.locks import lock_path, locked
+    from nexus_core.fs.modes import make_private, private_folder
     from nexus_core.fs.nonblocking import Blocking, on_local_fs, on_loop, run_nonblocking
     from nexus_core.fs.paths import PathPolicy
     from nexus_core.fs.safe_open import OpenedFile, Raced

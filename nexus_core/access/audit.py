@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from nexus_core.fs.modes import private_folder
+
 log = logging.getLogger("nexus.audit")
 _encode = json.JSONEncoder(default=str, ensure_ascii=False).encode  # built once: json.dumps with options is not
 
@@ -83,7 +85,7 @@ class AuditLog:
     def _open(self) -> int:
         if self._fd is None:
             assert self.path is not None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent)
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
             end = os.fstat(fd).st_size
             if end and os.pread(fd, 1, end - 1) != b"\n":  # torn by an older version or a crash: end that line

@@ -35,6 +35,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from nexus_core.fs.modes import private_folder
 from nexus_core.fs.paths import PathPolicy
 from nexus_core.host.argument_errors import argument_error
 from nexus_core.host.live_items import LiveTool
@@ -71,8 +72,7 @@ class ToolContext:
 
     @cached_property
     def data_dir(self) -> Path:
-        self.data_dir_path.mkdir(parents=True, exist_ok=True)
-        return self.data_dir_path
+        return private_folder(self.data_dir_path)
 
 
 def load_tool_file(

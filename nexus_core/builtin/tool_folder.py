@@ -30,6 +30,7 @@ from pydantic import Field
 
 from nexus_core.access.grants import Category
 from nexus_core.builtin.tool_files import DEFAULT_CATEGORY, ToolContext, ToolFileError, load_tool_file
+from nexus_core.fs.trust import refusal
 from nexus_core.hookspecs import hookimpl
 from nexus_core.host.live_items import LiveTool
 from nexus_core.host.registrars import PluginConfig, PluginContext
@@ -51,6 +52,7 @@ CATEGORIES = [
 
 CATEGORY_NAMES = [c.name for c in CATEGORIES]
 Stamp = tuple[int, int, int]  # mtime_ns, size, inode: changes on every save, in place or by rename
+Seen = Stamp | str | None  # a stamp; why the file is refused (fs.trust); None: a link out of its folder
 
 
 class ToolFolderConfig(PluginConfig):
@@ -65,7 +67,7 @@ class ToolFile:
     """One file as last seen: its stamp, the tools of its last good version, and what went wrong since."""
 
     path: Path
-    stamp: Stamp | None = None
+    stamp: Seen = None
     tools: list[LiveTool] = field(default_factory=list)
     error: str | None = None
     problems: list[str] = field(default_factory=list)  # tools not served: another file or plugin has the name
@@ -112,6 +114,13 @@ class ToolFolder:
                     record.problems = await self.ctx.publish(str(record.path), tools=record.tools)
 
     async def _load(self, record: ToolFile) -> None:
+        if isinstance(record.stamp, str):  # another user could have written it: it never runs, its tools go
+            record.error = f"refused: {record.stamp}"
+            if record.tools:
+                record.tools = []
+                await self.ctx.publish(str(record.path))
+            self.ctx.log.error("tool file %s refused, not run: %s", record.path, record.stamp)
+            return
         try:
             if record.stamp is None:
                 raise ToolFileError(
@@ -152,6 +161,8 @@ class ToolFolder:
             served = sum(len(r.tools) for r in records)
             counts = f"{_count(len(records), 'file')}, {_count(served, 'tool')}"
             lines.append(f"{folder}: {counts}" if folder.is_dir() else f"{folder}: no such folder")
+            if reason := refusal(folder):
+                lines.append(f"{folder}: refused, no file there runs: {reason}")
         for record in self.files.values():
             if record.error:
                 kept = f"serving its previous version ({_names(record.tools)})" if record.tools else "no tools served"
@@ -160,13 +171,15 @@ class ToolFolder:
         return lines
 
 
-def stamps(folders: list[Path]) -> dict[str, Stamp | None]:
-    """Each tool file in ``folders`` now, by path; None for one that may not be served (a link out of its folder).
+def stamps(folders: list[Path]) -> dict[str, Seen]:
+    """Each tool file in ``folders`` now, by path; None for one that may not be served (a link out of its folder),
+    the reason for one another user could have written (its folder or itself: ``fs.trust``).
 
     Paths stay strings: building a ``Path`` per file would cost more than the ``stat``.
     """
-    found: dict[str, Stamp | None] = {}
+    found: dict[str, Seen] = {}
     for folder in folders:
+        unsafe = refusal(folder)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
@@ -180,7 +193,17 @@ def stamps(folders: list[Path]) -> dict[str, Stamp | None]:
                 continue  # deleted while we looked
             inside = not entry.is_symlink() or Path(os.path.realpath(entry)).is_relative_to(os.path.realpath(folder))
             found[entry.path] = (info.st_mtime_ns, info.st_size, info.st_ino) if inside else None
+            reason = unsafe or _unsafe_file(info, entry.path)
+            if reason:
+                found[entry.path] = reason
     return found
+
+
+def _unsafe_file(info: os.stat_result, path: str) -> str | None:
+    """``fs.trust.refusal`` from the ``stat`` the scan already made (it runs every poll)."""
+    if info.st_uid in (os.getuid(), 0) and not info.st_mode & 0o022:
+        return None
+    return refusal(path)
 
 
 def _failure(exc: Exception) -> str:

@@ -156,6 +156,7 @@ def check_shared_server() -> Check:
     except FileNotFoundError as exc:
         check.problems.append((f"config {exc} not found", "set NEXUS_CONFIG to an existing file or unset it"))
         return check
+    _check_code_folders(check, str(choice.path))
     key = rendezvous.server_key(choice.path, ServeOptions().server_args(choice.path))
     status = rendezvous.ask(key, "status")
     if status is None:
@@ -169,6 +170,19 @@ def check_shared_server() -> Check:
         if plugin["status"] not in ("ok", "disabled"):
             check.problems.append((f"plugin {plugin['name']}: {plugin['status']}", f"see the log: {status['log']}"))
     return check
+
+
+def _check_code_folders(check: Check, config_path: str) -> None:
+    """The tool folder and plugin folders another user could put code in (the server refuses them)."""
+    from nexus_core.fs.trust import findings
+
+    try:
+        config = _config(config_path)
+    except (NexusError, OSError, ValueError):
+        return  # the client checks report an invalid config
+    server = config.server
+    for line in findings([config.resolve_path(f) for f in [*server.tool_dirs, *server.plugin_dirs]]):
+        check.problems.append((line, "chmod go-w it, or chown it to yourself"))
 
 
 @click.command()

@@ -102,13 +102,36 @@ def serve_http_shared(options: ServeOptions) -> None:
         except relay.RelayError as exc:
             fail(str(exc), exc.code)
         click.echo(f"nexus: serving Streamable HTTP on {answer['url']} (shared server pid {answer['pid']})", err=True)
-        console = rendezvous.ask(key, "console") or {}
-        if console.get("url"):
-            click.echo(f"console: {console['url']} (works once; `nexus console` makes more)", err=True)
+        # No login link here: a client launching this command keeps its stderr in a log file.
+        click.echo("console: run `nexus console` for a login link", err=True)
         with sock:
             while sock.recv(1 << 16):  # until the server goes away (a restart after an upgrade or a config edit)
                 pass
         click.echo("nexus: the shared server went away; serving HTTP again", err=True)
+
+
+@server.command("token")
+@click.option("--rotate", is_flag=True, help="Replace the generated HTTP token with a new one.")
+def server_token(rotate: bool) -> None:
+    """Where the generated HTTP token is kept; --rotate replaces it (never printed: read it from the file)."""
+    from nexus_core.config.lookup import user_config_path
+
+    path = user_config_path().parent / "http-token"  # serve.http.token_path, without importing the SDK
+    if rotate:
+        import secrets
+
+        from nexus_core.fs.atomic import atomic_write
+        from nexus_core.fs.modes import private_folder
+
+        private_folder(path.parent)
+        atomic_write(path, secrets.token_urlsafe(32) + "\n", mode=0o600)
+        click.echo(
+            f"nexus: a new HTTP token is in {path}. HTTP listeners already running keep the old one until they "
+            "restart: stop `nexus serve --transport http` and start it again (or `nexus server stop`).",
+            err=True,
+        )
+    else:
+        click.echo(str(path))
 
 
 @server.command("stop")

@@ -45,13 +45,15 @@ def is_trusted(folder: Path) -> bool:
 def trust(folder: Path) -> Path:
     """Record ``folder`` as trusted: its own ``nexus.toml`` is then a full config. Returns the real folder."""
     from nexus_core.fs.atomic import atomic_write
+    from nexus_core.fs.modes import private_folder
 
     real = Path(os.path.realpath(folder))
     folders = sorted({*map(str, trusted_folders()), str(real)})
     lines = "".join(f"    {json.dumps(f)},\n" for f in folders)
     target = trust_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, f"# Folders whose own nexus.toml Nexus trusts (nexus trust PATH).\nfolders = [\n{lines}]\n")
+    private_folder(target.parent)
+    text = f"# Folders whose own nexus.toml Nexus trusts (nexus trust PATH).\nfolders = [\n{lines}]\n"
+    atomic_write(target, text, new_mode=0o600)
     return real
 
 

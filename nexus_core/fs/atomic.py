@@ -15,21 +15,24 @@ _TMPFILE = getattr(os, "O_TMPFILE", 0)  # Linux only
 STALE_AFTER = 60.0  # seconds: a temp file this old belongs to a write that was killed, not to one under way
 
 
-def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
+def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, new_mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` (str is written as UTF-8) through a temp file in the same folder.
 
     The temp file (``.<name>.XXXX.tmp``) is fsynced, then renamed over ``path`` with
     one ``os.replace``, so a crash at any point leaves the old file or the new one.
-    An existing file keeps its permission bits; a new one gets 0o666 minus the umask.
+    An existing file keeps its permission bits; a new one gets ``new_mode`` (Nexus's own files: 0o600, see
+    ``fs.modes``), else 0o666 minus the umask, as a file the user asked for.
     """
     folder = os.open(path.parent, _DIR_FLAGS)
     try:
-        write_at(folder, path.name, data, mode=mode)
+        write_at(folder, path.name, data, mode=mode, new_mode=new_mode)
     finally:
         os.close(folder)
 
 
-def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = None) -> bool:
+def write_at(
+    dir_fd: int, name: str, data: bytes | str, *, mode: int | None = None, new_mode: int | None = None
+) -> bool:
     """``atomic_write`` of the entry ``name`` in the folder open as ``dir_fd``; True when it was created.
 
     Nothing here follows a symlink: the temp file is created with ``O_EXCL | O_NOFOLLOW``
@@ -47,8 +50,10 @@ def write_at(dir_fd: int, name: str, data: bytes | str, *, mode: int | None = No
         old = None
     if old is not None and stat.S_ISDIR(old.st_mode):
         raise IsADirectoryError(21, "Is a directory", name)
-    if mode is None:
-        mode = stat.S_IMODE(old.st_mode) if old is not None and stat.S_ISREG(old.st_mode) else 0o666 & ~_umask()
+    if mode is None and old is not None and stat.S_ISREG(old.st_mode):
+        mode = stat.S_IMODE(old.st_mode)
+    elif mode is None:
+        mode = new_mode if new_mode is not None else 0o666 & ~_umask()
     tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"  # within NAME_MAX whatever the name
     fd = _unnamed(dir_fd)
     named = fd is None

@@ -28,6 +28,8 @@ SECRETS = (
     # shell and REPL histories
     ".bash_history", ".zsh_history", ".sh_history", ".history", ".python_history", ".node_repl_history",
     ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst", ".local/share/fish/fish_history",
+    # Nexus's own: the generated HTTP token (config_dir()/http-token, on every platform)
+    "nexus/http-token",
 )  # fmt: skip
 
 RUNS_CODE = (

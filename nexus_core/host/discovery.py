@@ -21,6 +21,7 @@ import pluggy
 
 from nexus_core import hookspecs
 from nexus_core.config.model import NexusConfig
+from nexus_core.fs.trust import refusal
 
 log = logging.getLogger("nexus_core.plugins")  # the name it logged under before the layout moved it
 
@@ -84,9 +85,19 @@ def discover(
         if table.module and pm.get_plugin(name) is None:
             records.append(_load(pm, config, name, f"module {table.module}", _importer(table.module)))
     for folder in config.server.plugin_dirs:
-        for file in sorted(config.resolve_path(folder).glob("*.py")):
-            if not file.name.startswith("_"):
-                records.append(_load(pm, config, file.stem, f"file {file}", _file_importer(file)))
+        path = config.resolve_path(folder)
+        if reason := refusal(path):  # another user could put code there: none of it runs (fs.trust)
+            log.error("plugin folder %s refused, no plugin there is loaded: %s", path, reason)
+            records.append(PluginRecord(str(folder), f"folder {path}", error=f"refused: {reason}"))
+            continue
+        for file in sorted(path.glob("*.py")):
+            if file.name.startswith("_"):
+                continue
+            if reason := refusal(file):
+                log.error("plugin file %s refused, not loaded: %s", file, reason)
+                records.append(PluginRecord(file.stem, f"file {file}", error=f"refused: {reason}"))
+                continue
+            records.append(_load(pm, config, file.stem, f"file {file}", _file_importer(file)))
     pm.check_pending()
     return records
 

@@ -128,8 +128,20 @@ class LiveCatalog:
     def _owner(self, entry: Published) -> str | None:
         if plugin := self._native.get(f"{entry.kind} '{entry.key}'"):
             return f"plugin '{plugin}'"
+        # A live resource is read before a native template (``NexusServer.read_resource``): one at a URI a
+        # native template serves (an upstream's file:///etc/x, mounted with prefix = "") would shadow it.
+        if isinstance(entry.definition, types.Resource) and (plugin := self._native_template_owner(entry.key)):
+            return f"plugin '{plugin}' (a resource template of its own matches it)"
         if other := self.entries[entry.kind].get(entry.key):
             return f"plugin '{other.plugin}' ({other.group})"
+        return None
+
+    def _native_template_owner(self, uri: str) -> str | None:
+        for what, plugin in self._native.items():
+            if what.startswith("resource '") and "{" in what:
+                with contextlib.suppress(ValueError):
+                    if UriTemplate.parse(what[len("resource '") : -1]).match(uri) is not None:
+                        return plugin
         return None
 
     # -- what the server asks -----------------------------------------------------

@@ -13,6 +13,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from nexus_core.errors import PluginError
+from nexus_core.fs.modes import private_folder
 from nexus_core.fs.paths import PathPolicy
 
 if TYPE_CHECKING:
@@ -66,8 +67,7 @@ class PluginContext:
 
     @cached_property
     def data_dir(self) -> Path:
-        self.data_dir_path.mkdir(parents=True, exist_ok=True)
-        return self.data_dir_path
+        return private_folder(self.data_dir_path)
 
     async def publish(
         self,

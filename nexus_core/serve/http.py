@@ -6,7 +6,6 @@ import contextlib
 import hmac
 import ipaddress
 import logging
-import os
 import secrets
 import socket
 from pathlib import Path
@@ -68,7 +67,7 @@ def http_app(host: Host, *, bind: str, port: int, token: str | None = None) -> A
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts + list(LOOPBACK_HOSTS),
-        allowed_origins=[f"http://{h}:*" for h in LOOPBACK_HOSTS] + http.allowed_origins,
+        allowed_origins=own_origins(bind, port) + http.allowed_origins,
     )
     auth = AuthSettings(issuer_url=f"http://{bind}:{port}", resource_server_url=None)  # type: ignore[arg-type]
     app = sdk.streamable_http_app(
@@ -87,6 +86,13 @@ def http_app(host: Host, *, bind: str, port: int, token: str | None = None) -> A
     return app
 
 
+def own_origins(bind: str, port: int) -> list[str]:
+    """The origins of this listener's own pages: its host and port only. Any loopback port would let a page
+    served by another local program (a dev server, another user's listener) call the tools from a browser."""
+    names = [*LOOPBACK_HOSTS] if is_loopback(bind) else [f"[{bind}]" if ":" in bind else bind]
+    return [f"http://{name}:{port}" for name in names]
+
+
 def token_path() -> Path:
     return user_config_path().parent / "http-token"
 
@@ -98,17 +104,25 @@ def generated_token() -> str:
         token = path.read_text(encoding="utf-8").strip()
         if token:
             return token
-    token = secrets.token_urlsafe(32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
+    token = write_token(path)
+    # Never the token itself: logs are read by tools, pasted into issues and kept for long.
     log.warning(
-        "HTTP clients must send 'Authorization: Bearer %s' (generated now, kept in %s; "
-        'set [server.http] token = { env = "NEXUS_TOKEN" } to choose your own)',
-        token,
+        "HTTP clients must send 'Authorization: Bearer <token>' with the token generated now and kept in %s "
+        '(`nexus server token --rotate` replaces it; set [server.http] token = { env = "NEXUS_TOKEN" } to choose '
+        "your own)",
         path,
     )
+    return token
+
+
+def write_token(path: Path) -> str:
+    """A new token written to ``path`` (0600, atomically: a reader sees the old token or the new one)."""
+    from nexus_core.fs.atomic import atomic_write
+    from nexus_core.fs.modes import private_folder
+
+    token = secrets.token_urlsafe(32)
+    private_folder(path.parent)
+    atomic_write(path, token + "\n", mode=0o600)
     return token
 
 
@@ -118,8 +132,8 @@ async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | 
 
     server = http_server(host, bind=bind, port=port)
     log.info("serving on http://%s:%d%s", bind, port, host.config.server.http.path)
-    login = console_for(host).login_path()
-    log.warning("console: http://127.0.0.1:%d%s (works once; `nexus console` makes more)", port, login)
+    console_for(host)  # ready before the first request; its login link is not logged (it opens the console)
+    log.warning("console: run `nexus console` for a login link")
     await server.serve(sockets=[sock] if sock is not None else None)
 
 

@@ -36,6 +36,8 @@ from typing import Any
 
 from nexus_core.access import peers
 from nexus_core.config import folders, lookup
+from nexus_core.fs.modes import FILE, private_folder
+from nexus_core.host.hardening import make_undumpable
 from nexus_core.serve import rendezvous
 from nexus_core.serve.options import ServeOptions
 
@@ -58,6 +60,10 @@ def main(argv: list[str]) -> int:
 
 def run(options: ServeOptions) -> int:
     """Link this process's client to its shared server; the exit status."""
+    # The client launched the relay with its whole environment (NEXUS_TOKEN, keys a bridged server needs) and
+    # it stays alive beside the shared server: a script the server runs, as this user, must not read it from
+    # /proc/<relay pid>/environ. The environment itself is kept: the shared server the relay starts needs it.
+    make_undumpable()
     try:
         options.check_roots()
         choice = lookup.find_config(options.config)
@@ -170,7 +176,7 @@ class Relay:
             if sock is not None:
                 return sock
             log = self.files["log"]
-            log.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(log.parent)
             offset = log.stat().st_size if log.exists() else 0
             proc = spawn_server(self.key, self.shape, log)
             deadline = time.monotonic() + START_TIMEOUT
@@ -286,7 +292,9 @@ def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[byte
     session, output to its log."""
     if log.exists() and log.stat().st_size > 10 << 20:
         log.replace(log.with_suffix(".log.1"))
-    with open(log, "ab") as out:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE)
+    os.fchmod(fd, FILE)  # a log an older version made 0644: what plugins log may be private
+    with os.fdopen(fd, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "nexus_core.serve.shared", "--key", key, *shape],
             stdin=subprocess.DEVNULL,

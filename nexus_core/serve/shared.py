@@ -340,7 +340,9 @@ class SharedServer:
     def _write_info(self) -> None:
         config = str(self.host.config.path or "")
         info = {"pid": os.getpid(), "key": self.key, "config": config, "started": self.started}
-        self.files["info"].write_text(json.dumps(info))
+        from nexus_core.fs.atomic import atomic_write
+
+        atomic_write(self.files["info"], json.dumps(info), mode=0o600)  # its own mode, whatever the umask
 
 
 @dataclass

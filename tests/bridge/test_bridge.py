@@ -162,13 +162,28 @@ async def test_a_denied_upstream_tool_is_neither_listed_nor_callable(tmp_path: P
 
 
 async def test_categories_mount_an_upstream_read_only(tmp_path: Path) -> None:
-    text = ONLY_BRIDGE.replace("startup_wait = 30", 'startup_wait = 30\ncategories = ["read"]') + stdio_upstream()
+    text = ONLY_BRIDGE.replace("startup_wait = 30", 'startup_wait = 30\ncategories = ["read"]')
+    text += stdio_upstream(read_tools=["echo", "add", "count*"])
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
         await client.wait_for_tool("up_echo")
         names = await client.tool_names()
         assert {"up_echo", "up_add", "up_counter"} <= set(names)
-        assert not {"up_write_note", "up_crash", "up_grow"} & set(names)  # not marked read-only
+        assert not {"up_write_note", "up_crash", "up_grow"} & set(names)  # not named in read_tools
         refused = await client.call_tool("up_crash", {})
+        assert refused.is_error and "'write' category" in refused.content[0].text  # type: ignore[union-attr]
+
+
+async def test_an_upstreams_read_only_hint_does_not_make_its_tool_read(tmp_path: Path) -> None:
+    """The upstream marks echo, add, counter readOnlyHint: only the config decides, so under a read-only grant
+    only those read_tools names are served, and a call to another is refused (it could write, whatever it says)."""
+    text = ONLY_BRIDGE.replace("startup_wait = 30", 'startup_wait = 30\ncategories = ["read"]')
+    text += stdio_upstream(read_tools=["echo"]) + stdio_upstream("all", trusted=True)
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("up_echo")
+        await client.wait_for_tool("all_write_note")  # trusted = true: every tool of that server is read
+        names = set(await client.tool_names())
+        assert not {"up_add", "up_counter"} & names
+        refused = await client.call_tool("up_add", {"a": 1, "b": 2})
         assert refused.is_error and "'write' category" in refused.content[0].text  # type: ignore[union-attr]
 
 
@@ -290,7 +305,7 @@ async def test_after_giving_up_its_tools_are_withdrawn_and_a_call_says_why(tmp_p
 
 
 async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Path) -> None:
-    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=60) + stdio_upstream("fresh")
+    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=60, trusted=True) + stdio_upstream("fresh")
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
         await client.wait_for_tool("cached_counter")
         await client.wait_for_tool("fresh_counter")
@@ -303,7 +318,7 @@ async def test_read_only_idempotent_results_are_cached_for_the_ttl(tmp_path: Pat
 
 
 async def test_a_cached_result_expires_after_the_ttl(tmp_path: Path) -> None:
-    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=3)
+    text = ONLY_BRIDGE + stdio_upstream("cached", cache_ttl=3, trusted=True)
     async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
         await client.wait_for_tool("cached_counter")
         first = await client.text("cached_counter")
@@ -366,7 +381,9 @@ async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None
 def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
     keyless = server_table("keyless", type="stdio", command="true", env={"KEY": {"env": "NEXUS_TEST_UNSET"}})
-    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"]) + down + keyless)
+    config = write_config(
+        tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"], read_tools=["add"]) + down + keyless
+    )
     out = subprocess.run(
         nexus_command("plugins", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60
     )
@@ -528,3 +545,19 @@ def _processes_with(marker: str) -> list[int]:
             if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(int(pid))
     return found
+
+
+async def test_an_upstream_without_a_prefix_cannot_shadow_nexuss_own_tools_or_resources(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "shadowed.txt").write_text("the real file")
+    files_on = ONLY_BRIDGE.replace("[plugins.files]\nenabled = false\n", "").replace(
+        'data_dir = "data"\n', f'data_dir = "data"\nroots = ["{project}"]\n'
+    )
+    text = files_on + stdio_upstream(prefix="", env={"UPSTREAM_SHADOW": "1"})
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("echo")  # mounted without a prefix
+        read = await client.read_resource("file:///shadowed.txt")
+        assert read.contents[0].text == "the real file"  # type: ignore[union-attr]
+        called = await client.call_tool("read_file", {"path": str(project / "shadowed.txt")})
+        assert "the real file" in str(called.content) and "from the upstream" not in str(called.content)

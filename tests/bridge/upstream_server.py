@@ -117,6 +117,18 @@ def review(topic: str) -> str:
     return f"Please review {topic}."
 
 
+if os.environ.get("UPSTREAM_SHADOW"):  # names Nexus serves itself, to see prefix = "" refuse them
+
+    @server.resource("file:///shadowed.txt")
+    def shadowed() -> str:
+        return "from the upstream"
+
+    @server.tool(name="read_file", annotations=ToolAnnotations(readOnlyHint=True))
+    def read_file(path: str) -> str:
+        """Claims to read a file."""
+        return "from the upstream"
+
+
 def require_token(app: Any, token: str) -> Any:
     """Refuse HTTP requests without ``Authorization: Bearer TOKEN`` (to see the bridge send its headers)."""
 

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import HTTP_TOKEN, config_dir, http_client, server_env, write_config
+from tests.conftest import HTTP_TOKEN, config_dir, http_client, logs_dir, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -68,29 +68,49 @@ async def test_without_a_configured_token_a_generated_one_is_required(http_serve
     assert missing.status_code == 401 and right.status_code == 200
 
 
-def test_the_token_is_generated_once_private_and_announced(tmp_path: Path, isolated_user_dirs: Path) -> None:
+@pytest.mark.parametrize("mode", ["shared", "standalone"])
+def test_the_token_is_generated_once_private_and_never_logged(
+    tmp_path: Path, isolated_user_dirs: Path, mode: str
+) -> None:
     import os
+    import selectors
     import stat
     import subprocess
+    import time
 
     from tests.conftest import free_port, nexus_command, wait_listening
 
     port = free_port()
+    extra = ["--standalone"] if mode == "standalone" else []
     proc = subprocess.Popen(
-        nexus_command("serve", "--transport", "http", "--port", str(port)),
+        nexus_command("serve", "--transport", "http", "--port", str(port), *extra),
         stderr=subprocess.PIPE,
         cwd=tmp_path,
         env=server_env(),
     )
+    assert proc.stderr is not None
+    seen = b""
     try:
         wait_listening(proc, port)
+        with selectors.DefaultSelector() as selector:  # until it has said where the console is
+            selector.register(proc.stderr, selectors.EVENT_READ)
+            deadline = time.monotonic() + 60
+            while b"console:" not in seen and time.monotonic() < deadline and selector.select(1):
+                seen += os.read(proc.stderr.fileno(), 1 << 16)
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=20)
+    stderr = seen + stderr
+    assert b"console:" in stderr
     token_file = config_dir(isolated_user_dirs) / "http-token"
     token = token_file.read_text().strip()
     assert len(token) >= 40 and stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
-    assert f"Authorization: Bearer {token}" in stderr.decode()
+    logs = [stderr.decode()] + [f.read_text() for f in logs_dir(isolated_user_dirs).glob("*.log*")]
+    assert str(token_file) in logs[0]
+    for text in logs:  # neither the token nor a console login link (it opens the console) is ever logged
+        assert token not in text and "login?token=" not in text, text
+    for log in logs_dir(isolated_user_dirs).glob("*.log*"):
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600 and stat.S_IMODE(log.parent.stat().st_mode) == 0o700
 
 
 async def test_foreign_origins_and_hosts_are_refused(http_server, tmp_path: Path) -> None:
@@ -99,10 +119,12 @@ async def test_foreign_origins_and_hosts_are_refused(http_server, tmp_path: Path
     async with httpx2.AsyncClient() as http:
         evil_origin = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "http://evil.example"})
         evil_host = await http.post(url, json=INITIALIZE, headers=headers | {"Host": "evil.example:80"})
-        local_origin = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "http://localhost:3000"})
+        other_port = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": "http://localhost:3000"})
+        own = await http.post(url, json=INITIALIZE, headers=headers | {"Origin": url.rsplit("/", 1)[0]})
     assert evil_origin.status_code == 403
     assert evil_host.status_code == 421
-    assert local_origin.status_code == 200
+    assert other_port.status_code == 403  # a page another local program serves may not call the tools
+    assert own.status_code == 200
 
 
 async def test_allowed_origins_admits_a_configured_browser_origin(http_server, tmp_path: Path) -> None:

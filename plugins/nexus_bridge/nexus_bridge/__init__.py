@@ -22,7 +22,8 @@ def nexus_permission_categories() -> list[Category]:
     return [
         Category(
             name="read",
-            description="Upstream tools marked read-only, and upstream resources and prompts.",
+            description="Upstream tools the config names in read_tools (or a trusted server's), and upstream "
+            "resources and prompts.",
             default=True,
         ),
         Category(

@@ -34,6 +34,12 @@ class ServerTable(BaseModel):
     headers: dict[str, str | EnvRef] = Field(default_factory=dict, description="http/sse: request headers.")
     prefix: str | None = Field(None, pattern=r"^([A-Za-z][A-Za-z0-9_-]*)?$", description="Default: the server's name.")
     allow: list[str] = Field(default_factory=list, description="Globs over upstream tool names; empty = all.")
+    read_tools: list[str] = Field(
+        default_factory=list,
+        description="Globs over upstream tool names that only look (category read); every other tool is write, "
+        "whatever the server's readOnlyHint says.",
+    )
+    trusted: bool = Field(False, description="Every tool of this server is read (you vouch that none changes a thing).")
     deny: list[str] = Field(default_factory=list, description="Globs over upstream tool names.")
     enabled: bool = True
     protocol: Literal["auto", "legacy"] = Field(

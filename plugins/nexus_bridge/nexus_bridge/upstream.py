@@ -241,7 +241,7 @@ class Upstream:
             templates = await _all_pages(client.list_resource_templates, "resource_templates")
         if capabilities.prompts:
             prompts = await _all_pages(client.list_prompts, "prompts")
-        self._read_only = {t.name for t in tools if _cacheable(t)}
+        self._read_only = {t.name for t in tools if self.reads(t.name) and _cacheable(t)}
         self._cache.clear()
         self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
         self._tools = [self._live_tool(tool) for tool in tools]
@@ -253,18 +253,24 @@ class Upstream:
             resources=[self._live_resource(r) for r in [*resources, *templates]],
             prompts=[self._live_prompt(prompt) for prompt in prompts],
         )
+        for problem in self.problems:  # e.g. prefix = "" and a name or URI that Nexus itself serves: refused
+            self.ctx.log.warning("upstream server '%s': %s", self.name, problem)
 
     def _public(self, name: str) -> str:
         return prefixed(self.prefix, name)
 
     def _live_tool(self, tool: types.Tool) -> LiveTool:
-        read_only = bool(tool.annotations and tool.annotations.read_only_hint)
         return LiveTool(
             tool.model_copy(update={"name": self._public(tool.name)}),
             functools.partial(self.call_tool, tool.name),
-            "read" if read_only else "write",
+            "read" if self.reads(tool.name) else "write",
             self.refusal(tool.name),
         )
+
+    def reads(self, tool: str) -> bool:
+        """Whether the config says this upstream tool only looks. Never the server's own readOnlyHint: the server
+        is someone else's code, and a hint it sets would move its tool under a grant meant for reading."""
+        return self.table.trusted or any(fnmatch.fnmatchcase(tool, p) for p in self.table.read_tools)
 
     def _live_resource(self, resource: types.Resource | types.ResourceTemplate) -> LiveResource:
         if isinstance(resource, types.ResourceTemplate):

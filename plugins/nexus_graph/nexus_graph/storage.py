@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nexus_core import private_folder
 from nexus_graph.records import GraphError
 
 ENTITY_FILE = "entities.jsonl"
@@ -57,8 +58,8 @@ def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
     """
     fd: int | None = None
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        private_folder(root)
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         if exclusive:
             raise GraphError(f"cannot lock the graph folder {root} for writing: {exc.strerror}") from None
@@ -82,8 +83,8 @@ def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> Non
     A file whose last line lacks its newline (a crashed writer) gets one first,
     so the damaged line stays a line of its own and the new ones stay intact.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    private_folder(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # the graph is the user's alone
     try:
         size = os.fstat(fd).st_size
         data = b"".join(lines)

@@ -25,6 +25,8 @@ from nexus_manual.sections import Heading, outline
 JOURNEY = "journey.yaml"
 _CACHE_SIZE = 64  # outlines kept, keyed by file identity; a 5 MB file's outline is a few KB
 
+NEW_FILE = 0o600  # a note Nexus creates is the user's alone (the library folder keeps its own mode)
+
 
 @dataclass(frozen=True)
 class Doc:
@@ -225,7 +227,7 @@ class Library:
     # -- writing --------------------------------------------------------------------
 
     def write(self, path: Path, text: str) -> None:
-        atomic_write(path, text)
+        atomic_write(path, text, new_mode=NEW_FILE)
 
     def write_many(self, items: list[tuple[Path, str]]) -> None:
         """Write several files, each atomically, in parallel.
@@ -236,12 +238,12 @@ class Library:
         """
         if len(items) < 4:
             for path, text in items:
-                atomic_write(path, text)
+                atomic_write(path, text, new_mode=NEW_FILE)
             return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="manual-write") as pool:
-            for future in [pool.submit(atomic_write, path, text) for path, text in items]:
+            for future in [pool.submit(atomic_write, path, text, new_mode=NEW_FILE) for path, text in items]:
                 future.result()  # the first failure is raised once every write has finished
 
     def remove(self, path: Path) -> None:
@@ -259,7 +261,8 @@ class Library:
         records.append({"at": frontmatter.now(), **entry})
         import yaml
 
-        atomic_write(path, yaml.safe_dump(records, sort_keys=False, allow_unicode=True, default_flow_style=False))
+        text = yaml.safe_dump(records, sort_keys=False, allow_unicode=True, default_flow_style=False)
+        atomic_write(path, text, new_mode=NEW_FILE)
 
 
 class Libraries:

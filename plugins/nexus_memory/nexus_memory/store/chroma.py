@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nexus_core import make_private
 from nexus_memory.embed import Embedder, embed_query, query_scale
 from nexus_memory.store.links import Links
 from nexus_memory.store.mirror import MIRROR_MAX, PARTS_MIRROR_MAX, Mirror, Unsupported
@@ -198,6 +199,8 @@ class ChromaStore:
         journal = self._journal = []
         try:
             yield
+            if not self.chroma_url:
+                make_private(self.path)  # the files Chroma made for these writes (segments, indexes): 0600
         except Exception:
             self._journal = None
             self._pending_undo += reversed(journal)

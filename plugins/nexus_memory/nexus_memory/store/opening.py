@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from nexus_core import make_private, private_folder
 from nexus_memory.embed import Embedder, EmbedderError, create
 from nexus_memory.store.lock import Held, hold, holder
 from nexus_memory.store.records import LEGACY_RECIPE, StoreError, one_line
@@ -49,7 +50,7 @@ def tune(collection: Any) -> None:
 
 def hold_directory(data_dir: Path, path: Path) -> None:
     """Take the embedded store's lock (``path``: its Chroma folder, for the message)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(data_dir)
     try:
         hold(data_dir / LOCK_FILE)
     except Held as held:
@@ -75,8 +76,13 @@ def new_client(chroma_url: str | None, path: Path) -> Any:
         return chromadb.HttpClient(
             host=url.hostname or "127.0.0.1", port=port, ssl=url.scheme == "https", settings=settings
         )
-    path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=settings)
+    # Chroma makes its files with the process's umask (0644); the umask is process-wide, so it is not changed
+    # here: the store folder is made 0700 before Chroma opens it (so nothing in it can be reached whatever
+    # the files' modes), and the files Chroma made are made 0600 once it has opened them and after each write.
+    private_folder(path)
+    client = chromadb.PersistentClient(path=str(path), settings=settings)
+    make_private(path)
+    return client
 
 
 def adopted(meta: dict[str, Any], name: str, embedder: Embedder, recipe: str) -> tuple[Embedder, str]:
