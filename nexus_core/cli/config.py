@@ -49,7 +49,12 @@ def config_check(**values: Any) -> None:
     click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")
     failed = False
     for state in sorted(host.plugins.values(), key=lambda s: s.name):
-        click.echo(f"\n[plugins.{state.name}] {state.status}")
+        if state.error is None:
+            click.echo(f"\n[plugins.{state.name}] {state.status}")
+        else:  # every error, one a line
+            click.echo(f"\n[plugins.{state.name}] failed:")
+            for line in state.error.split("; "):
+                click.echo(f"  error: {line}")
         failed |= state.error is not None
         if state.grants is None or state.ctx is None:
             continue

@@ -10,7 +10,7 @@ import click
 
 from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail, table
-from nexus_core.errors import NexusError
+from nexus_core.errors import ConfigError, NexusError
 from nexus_core.serve.options import CONFIG_FLAGS, ServeOptions
 
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ def built_host(values: dict[str, Any]) -> Host:
     options = ServeOptions.of(values)
     try:
         return build_host(load(options.config, options.overrides, options.verbose))
+    except ConfigError as exc:
+        fail("\n".join(exc.lines()))
     except NexusError as exc:
         fail(str(exc))
 

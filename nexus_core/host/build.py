@@ -13,6 +13,7 @@ merged into the same lists and pass the same gate.
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import inspect
 import logging
@@ -143,7 +144,8 @@ class NexusServer(MCPServer[Any]):
             return await MCPServer.call_tool(self, name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
-                raise ToolError(argument_error(name, exc.__cause__)) from None
+                schema = self.host.tools[name].sdk.parameters if self.host.tools[name].sdk else None
+                raise ToolError(argument_error(name, exc.__cause__, arguments, schema)) from None
             raise
 
     async def _call_live(self, live: Published, arguments: dict[str, Any]) -> Any:
@@ -270,7 +272,9 @@ class Host:
                 self._plugin_failed(state, state.record.error)
         for name, table in self.config.plugins.items():
             if name not in self.plugins and table.enabled:
-                reason = f"no installed plugin is named '{name}'"
+                close = difflib.get_close_matches(name, list(self.plugins), n=1, cutoff=0.6)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                reason = f"no installed plugin is named '{name}'{hint}"
                 if table.required:
                     raise ConfigError(self.config.source, f"plugins.{name}", reason)
                 log.warning("%s: plugins.%s: %s", self.config.source, name, reason)
@@ -285,13 +289,20 @@ class Host:
         declared = _first(self.pm.call_one(name, "nexus_permission_categories")) or [DEFAULT_CATEGORY]
         state.categories = {c.name: c for c in declared}
         model = _first(self.pm.call_one(name, "nexus_config_model")) or PluginConfig
+        problems: list[tuple[str, str]] = []  # every error in the table, not just the first
         try:
             config = model.model_validate(table.plugin_keys)
         except ValidationError as exc:
-            raise validation_error(self.config.source, exc, prefix=f"plugins.{name}") from None
+            problems += validation_error(self.config.source, exc, prefix=f"plugins.{name}", model=model).problems
+        try:
+            granted = self._granted(state, table)
+        except ConfigError as exc:
+            problems += exc.problems
+        if problems:
+            raise ConfigError(self.config.source, *problems[0], more=problems[1:])
         state.grants = Grants(
             name,
-            self._granted(state, table),
+            granted,
             frozenset(table.allow_tools),
             frozenset(table.deny_tools),
         )
@@ -311,11 +322,9 @@ class Host:
             return frozenset(c.name for c in state.categories.values() if c.default)
         unknown = [c for c in table.categories if c not in state.categories]
         if unknown:
-            raise ConfigError(
-                self.config.source,
-                f"plugins.{state.name}.categories",
-                f"unknown category '{unknown[0]}' (plugin '{state.name}' declares: {', '.join(state.categories)})",
-            )
+            key = f"plugins.{state.name}.categories"
+            problems = [(key, _unknown_category(c, state)) for c in unknown]
+            raise ConfigError(self.config.source, *problems[0], more=problems[1:])
         return frozenset(table.categories)
 
     def _collect(self, state: PluginState) -> Registrations:
@@ -641,6 +650,12 @@ def _anticipated(exc: BaseException) -> str | None:
 
 def _result_text(result: Any) -> str:
     return " ".join(getattr(block, "text", "") for block in getattr(result, "content", []) or [])
+
+
+def _unknown_category(category: str, state: PluginState) -> str:
+    close = difflib.get_close_matches(category, list(state.categories), n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown category '{category}' ({hint}plugin '{state.name}' declares: {', '.join(state.categories)})"
 
 
 def _reason(exc: Exception) -> str:
