@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from nexus_core.access.denied import PermissionDenied
 from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail
 from nexus_core.cli.plugins import built_host
@@ -64,6 +65,10 @@ def config_check(**values: Any) -> None:
         tools = [t for t in host.tools.values() if t.plugin == state.name]
         allowed = [t.name for t in tools if t.refusal is None]
         click.echo(f"  tools: {len(allowed)} of {len(tools)} callable: {', '.join(sorted(allowed)) or '-'}")
-        click.echo(f"  roots: {', '.join(str(r) for r in state.ctx.paths.roots)}")
+        try:
+            roots = ", ".join(str(r) for r in state.ctx.paths.roots)
+        except PermissionDenied:  # none configured, and this folder is not one: each client's folder then
+            roots = "none here: each client's folder, or --root"
+        click.echo(f"  roots: {roots}")
         click.echo(f"  deny_paths: {', '.join(state.ctx.paths.deny_patterns) or '-'}")
     sys.exit(1 if failed else 0)
