@@ -125,11 +125,15 @@ async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | 
 
 
 class QuietCancel(logging.Filter):
-    """A clean stop cancels uvicorn's lifespan task, which it logs at ERROR with a traceback: not an error."""
+    """A clean stop cancels the app's lifespan, whose traceback (Starlette's text, or the exception) uvicorn
+    logs at ERROR: a stop is not an error, so that record is dropped."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+        if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            return False
+        text = record.getMessage().rstrip()
+        return not (text.startswith("Traceback") and text.endswith("CancelledError"))
 
 
 _QUIET_CANCEL = QuietCancel()
