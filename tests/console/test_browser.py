@@ -259,3 +259,42 @@ def test_a_link_behind_a_control_character_is_not_followed_in_a_view(browser: An
             assert page.locator("#main .unsafe-link").inner_text() == "click"
     finally:
         page.close()
+
+
+def test_every_page_at_desktop_and_phone_width_with_an_icon(
+    page: Any, console_server: ConsoleServer, tmp_path: Path
+) -> None:
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+    page.reload()
+    page.wait_for_selector("#nav a")
+    assert page.locator("link[rel=icon]").count() == 1
+    pages = page.eval_on_selector_all("#nav a", "links => links.map(a => [a.textContent.trim(), a.href])")
+    assert len(pages) >= 4
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 860})
+        for name, href in pages:
+            page.goto(href)
+            page.wait_for_selector("#main h1")
+            page.wait_for_load_state("networkidle")
+            shot = screenshot(page, f"{name.lower()}-{width}", tmp_path)
+            assert shot.stat().st_size > 5000
+            # nothing wider than the window: no sideways scrolling of the whole page
+            assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, (name, width)
+    assert missing == []  # favicon.ico included
+
+
+def test_activity_leaves_out_the_consoles_own_reads_unless_asked(page: Any, console_server: ConsoleServer) -> None:
+    page.click("#nav a:has-text('Health')")
+    page.wait_for_selector("#main h1")
+    page.wait_for_load_state("networkidle")
+    page.click("#nav a:has-text('Activity')")
+    page.wait_for_selector("table.activity tbody tr")
+    rows = page.locator("table.activity tbody tr").all_inner_texts()
+    assert not any(r.split("\t")[1:2] == ["console"] and "\tok" in r for r in rows), rows
+    page.check("input[name=own]")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('table.activity tbody tr')].some(r => r.innerText.includes('console'))"
+    )
+    assert "own=1" in page.url
