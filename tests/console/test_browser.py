@@ -298,3 +298,27 @@ def test_activity_leaves_out_the_consoles_own_reads_unless_asked(page: Any, cons
         "() => [...document.querySelectorAll('table.activity tbody tr')].some(r => r.innerText.includes('console'))"
     )
     assert "own=1" in page.url
+
+
+def test_health_says_what_its_score_is_and_what_to_do(page: Any, console_server: ConsoleServer) -> None:
+    page.click("#nav a:has-text('Health')")
+    page.locator(".issue").first.wait_for()
+    assert "health score" in page.locator(".health-score-box").inner_text().lower()
+    assert "/ 100" in page.locator(".health-score").inner_text()
+    text = page.locator("#main").inner_text()
+    assert "issues above" not in text
+    severities = page.eval_on_selector_all(".issue h3 .badge", "b => b.map(x => x.textContent)")
+    rank = {"high severity": 0, "medium severity": 1, "low severity": 2}
+    assert severities and [rank[s] for s in severities] == sorted(rank[s] for s in severities)
+    for advice in page.locator(".issue .advice").all_inner_texts():  # words, not tool names
+        assert "_" not in advice and advice.startswith("What to do: ")
+
+
+def test_weak_search_results_are_folded_away(page: Any, console_server: ConsoleServer) -> None:
+    page.fill("input[name=q]", "numpy pin reporting job")
+    page.click("form[role=search] button[type=submit]")
+    page.locator(".results-area .score").first.wait_for()
+    shown = page.eval_on_selector_all(".results-area > ul.results .score", "s => s.map(x => parseFloat(x.textContent))")
+    assert shown and min(shown) >= 0.2
+    folded = page.locator(".results-area details.weak")
+    assert folded.count() == 1 and "weaker match" in folded.locator("summary").inner_text()
