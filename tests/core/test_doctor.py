@@ -70,3 +70,14 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(tmp_pa
     fixed = run("doctor", home=home, cwd=project)
     assert fixed.returncode == 0, fixed.stdout
     assert f"Gemini CLI trusts {project}" in fixed.stdout and "no problems found" in fixed.stdout
+
+
+def test_two_installs_started_by_clients_are_named_as_one_set_of_stores_shared() -> None:
+    from nexus_core.cli.doctor import Check, check_installs
+
+    one = check_installs([Check("cursor", commands={"/a/bin/nexus"}), Check("zed", commands={"/a/bin/nexus"})])
+    assert not one.problems and one.ok == ["every client starts /a/bin/nexus"]
+    two = check_installs([Check("cursor", commands={"/a/bin/nexus"}), Check("zed", commands={"/b/bin/nexus"})])
+    (problem, fix), *_ = two.problems
+    assert "2 different Nexus installs (/a/bin/nexus, /b/bin/nexus)" in problem and "same stores" in problem
+    assert "nexus install CLIENT" in fix
