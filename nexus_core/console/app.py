@@ -261,7 +261,7 @@ def _refuse(request: Request, status: int, reason: str) -> Response:
     log.info("console: refused %s %s: %s", request.method, request.url.path, reason)
     if request.url.path.startswith(f"{PATH}/api/"):
         return _secured(JSONResponse({"error": reason}, status))
-    body = f'<!doctype html><meta charset="utf-8"><title>Nexus console</title>{ICON}<p>{html.escape(reason)}</p>'
+    body = f'<!doctype html><meta charset="utf-8"><title>Nexus console</title><p>{html.escape(reason)}</p>'
     return _secured(HTMLResponse(body, status))
 
 
