@@ -277,6 +277,7 @@ def test_every_page_at_desktop_and_phone_width_with_an_icon(
             page.goto(href)
             page.wait_for_selector("#main h1")
             page.wait_for_load_state("networkidle")
+            page.wait_for_function("() => !document.querySelector('#main').innerText.includes('Loading')")
             shot = screenshot(page, f"{name.lower()}-{width}", tmp_path)
             assert shot.stat().st_size > 5000
             # nothing wider than the window: no sideways scrolling of the whole page
