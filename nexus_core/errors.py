@@ -14,10 +14,16 @@ class NexusError(Exception):
 class ConfigError(NexusError):
     """The configuration is invalid: names the file, the key and the reason."""
 
-    def __init__(self, source: str, key: str, reason: str) -> None:
+    def __init__(self, source: str, key: str, reason: str, more: list[tuple[str, str]] | None = None) -> None:
         self.source, self.key, self.reason = source, key, reason
+        self.problems = [(key, reason), *(more or [])]  # every error found, each (key, reason)
         where = f"{source}: {key}" if key else source
-        super().__init__(f"{where}: {reason}")
+        rest = "".join(f"; {k}: {r}" for k, r in more or [])
+        super().__init__(f"{where}: {reason}{rest}")
+
+    def lines(self) -> list[str]:
+        """One line per error: ``key: reason``, under the file's name."""
+        return [self.source or "config", *(f"  {k or '(file)'}: {r}" for k, r in self.problems)]
 
 
 class PluginError(NexusError):

@@ -1,6 +1,6 @@
-"""The README's install, as written: build every distribution, install by name into fresh virtualenvs, serve, call.
+"""docs/install.md's install, as written: build every distribution, install by name into fresh virtualenvs, serve, call.
 
-1. The README's command, run from the repository with a fresh virtualenv's ``pip`` first on PATH:
+1. The install page's command, run from the repository with a fresh virtualenv's ``pip`` first on PATH:
    ``scripts/wheels`` makes the sdist of each distribution, then its wheel from that sdist, into ``dist/`` (so an
    sdist that misses a file fails here); ``pip install --find-links dist`` installs the host and the memory plugin
    by name from there, their third-party requirements from the package index. Every installed first-party file
@@ -11,7 +11,7 @@
    the model its dependency ships.
 3. The other plugins are added the same way; every plugin answers one call, the bridge through a
    second ``nexus serve`` of the same venv that it mounts.
-4. The README's ``uv tool install`` line, into a temporary tool folder, gives a ``nexus`` that lists its plugins.
+4. The install page's ``uv tool install`` line, into a temporary tool folder, gives a ``nexus`` that lists its plugins.
 
 Usage: scripts/wheelhouse-test [--keep]   (--keep leaves the temporary folder and prints it)
 """
@@ -38,7 +38,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = [REPO, *sorted((REPO / "plugins").glob("nexus_*")), *sorted((REPO / "examples").glob("nexus_*"))]
 CORE, MEMORY = "nexus-stack-core", "nexus-stack-memory"
-UV = Path(sys.executable).parent / "uv"  # a dev dependency, pinned: runs the README's `uv tool install` line
+UV = Path(sys.executable).parent / "uv"  # a dev dependency, pinned: runs docs/install.md's `uv tool install` line
 
 
 def step(message: str) -> None:
@@ -57,11 +57,11 @@ def dist_name(folder: Path) -> str:
 
 
 def readme_command(prefix: str) -> str:
-    """The README's install command that starts with ``prefix``, without its comment: the test runs what users read."""
-    for line in (REPO / "README.md").read_text().splitlines():
+    """The install page's command that starts with ``prefix``, without its comment: the test runs what users read."""
+    for line in (REPO / "docs" / "install.md").read_text().splitlines():
         if line.startswith(prefix):
             return line.split("  #")[0].strip()
-    raise SystemExit(f"README.md has no command starting with {prefix!r}")
+    raise SystemExit(f"docs/install.md has no command starting with {prefix!r}")
 
 
 def pip_env(venv: Path) -> dict[str, str]:
@@ -195,7 +195,7 @@ def check_imports_from(venv: Path, work: Path, modules: list[str]) -> None:
 
 
 def check_uv_tool(tmp: Path, venv: Path) -> None:
-    """The README's ``uv tool install`` line gives a ``nexus`` with the plugins it names."""
+    """The install page's ``uv tool install`` line gives a ``nexus`` with the plugins it names."""
     command = readme_command("uv tool install --find-links dist ")
     tools = {"UV_TOOL_DIR": str(tmp / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp / "uv-bin")}
     path = f"{UV.parent}:{os.environ['PATH']}"  # the pinned uv of .venv
@@ -215,7 +215,7 @@ def main() -> None:
         (work / "README.md").write_text("a file for read_file\n")
         run(sys.executable, "-m", "venv", venv)
         command = readme_command("scripts/wheels && pip install --find-links dist ")
-        step(f"the README's install, in a fresh venv: {command}")
+        step(f"the install page's install, in a fresh venv: {command}")
         run("bash", "-c", command, env=pip_env(venv), cwd=REPO)
         wheels = wheels_in(REPO / "dist")
         check_memory_wheel(wheels[MEMORY])

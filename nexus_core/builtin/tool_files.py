@@ -239,7 +239,7 @@ async def _call_typed(sdk: Tool, arguments: dict[str, Any], *, context: ToolCont
         return await sdk.run(arguments, context=context, convert_result=True)  # type: ignore[arg-type]
     except ToolError as exc:
         if isinstance(exc.__cause__, ValidationError):  # one line, as for every Nexus tool
-            raise ToolError(argument_error(sdk.name, exc.__cause__)) from None
+            raise ToolError(argument_error(sdk.name, exc.__cause__, arguments, sdk.parameters)) from None
         raise
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from nexus_core.access.denied import PermissionDenied
 from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail
 from nexus_core.cli.plugins import built_host
@@ -49,7 +50,12 @@ def config_check(**values: Any) -> None:
     click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")
     failed = False
     for state in sorted(host.plugins.values(), key=lambda s: s.name):
-        click.echo(f"\n[plugins.{state.name}] {state.status}")
+        if state.error is None:
+            click.echo(f"\n[plugins.{state.name}] {state.status}")
+        else:  # every error, one a line
+            click.echo(f"\n[plugins.{state.name}] failed:")
+            for line in state.error.split("; "):
+                click.echo(f"  error: {line}")
         failed |= state.error is not None
         if state.grants is None or state.ctx is None:
             continue
@@ -59,6 +65,10 @@ def config_check(**values: Any) -> None:
         tools = [t for t in host.tools.values() if t.plugin == state.name]
         allowed = [t.name for t in tools if t.refusal is None]
         click.echo(f"  tools: {len(allowed)} of {len(tools)} callable: {', '.join(sorted(allowed)) or '-'}")
-        click.echo(f"  roots: {', '.join(str(r) for r in state.ctx.paths.roots)}")
+        try:
+            roots = ", ".join(str(r) for r in state.ctx.paths.roots)
+        except PermissionDenied:  # none configured, and this folder is not one: each client's folder then
+            roots = "none here: each client's folder, or --root"
+        click.echo(f"  roots: {roots}")
         click.echo(f"  deny_paths: {', '.join(state.ctx.paths.deny_patterns) or '-'}")
     sys.exit(1 if failed else 0)

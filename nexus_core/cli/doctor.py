@@ -1,16 +1,22 @@
-"""``nexus doctor``: when a client says "server failed to start", what is wrong and the exact fix.
+"""``nexus doctor``: what can stop a client from getting its tools, and the exact fix for each.
 
 For each client whose config file exists: the file parses, it has a Nexus
 entry, the entry's command resolves, the config it names (or the one it
-would find) is valid, its roots and profile exist, and the server it starts
-lists its tools within the time a client waits. Then the shared server:
-running or not, and whether it is healthy. Exits 1 when something is wrong.
+would find) is valid (every error), its roots and profile exist, every
+plugin loads with that install and config, the server it starts lists its
+tools within the time a client waits, and the client's own gate lets it
+through (Gemini CLI's folder trust). Then across clients: two installs
+serving the same stores. Then the shared servers: running or not, two on
+the same config, their plugins and the errors in their log. Exits 1 when
+something is wrong.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import tomllib
@@ -21,10 +27,10 @@ from typing import Any
 import click
 
 from nexus_core.clients import installers, text_edit
-from nexus_core.config import lookup
-from nexus_core.errors import NexusError
+from nexus_core.config import folders, lookup
+from nexus_core.errors import ConfigError, NexusError
 from nexus_core.serve import rendezvous
-from nexus_core.serve.options import CONFIG, PROFILE, ROOT, ServeOptions, parser
+from nexus_core.serve.options import CONFIG, PROFILE, ROOT, SET, ServeOptions, parser
 
 CLIENT_TIMEOUT = 60.0  # seconds a desktop client waits for a server's tools (Claude Desktop: about a minute)
 
@@ -37,6 +43,8 @@ class Check:
     ok: list[str] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
     skipped: str | None = None
+    commands: set[str] = field(default_factory=set)  # the Nexus installs its entries start (resolved paths)
+    configs: set[str] = field(default_factory=set)  # the config files they serve
 
 
 def entries(client: installers.Client, path: Path) -> dict[str, dict[str, Any]]:
@@ -76,7 +84,46 @@ def check_client(name: str, client: installers.Client) -> Check:
         return check
     for server_name, entry in found.items():
         _check_entry(check, name, server_name, entry)
+    if name == "gemini":
+        _check_gemini_trust(check, Path.cwd())
     return check
+
+
+def _check_gemini_trust(check: Check, folder: Path) -> None:
+    """Gemini CLI with folder trust on shows every MCP server as Disabled in a folder not trusted."""
+    gemini = Path.home() / ".gemini"
+    try:
+        settings = text_edit.parse_json((gemini / "settings.json").read_text(encoding="utf-8-sig"), True).value
+        enabled = bool(settings.get("security", {}).get("folderTrust", {}).get("enabled"))
+    except (OSError, ValueError, AttributeError):
+        return
+    if not enabled:
+        check.ok.append("Gemini CLI's folder trust is off: Nexus is enabled in every folder")
+        return
+    try:
+        rules = json.loads((gemini / "trustedFolders.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        rules = {}
+    if _gemini_trusts(rules if isinstance(rules, dict) else {}, folder):
+        check.ok.append(f"Gemini CLI trusts {folder}")
+    else:
+        check.problems.append(
+            (
+                f"Gemini CLI shows Nexus as Disabled in {folder}: folder trust is on and this folder is not trusted",
+                'start `gemini` in the folder and choose "Trust folder" (or "Trust parent folder")',
+            )
+        )
+
+
+def _gemini_trusts(rules: dict[str, Any], folder: Path) -> bool:
+    """Gemini's trustedFolders.json: a path marked TRUST_FOLDER, or TRUST_PARENT on a folder inside it."""
+    for path, rule in rules.items():
+        marked = Path(path).expanduser()
+        if rule == "TRUST_FOLDER" and (folder == marked or marked in folder.parents):
+            return True
+        if rule == "TRUST_PARENT" and (folder == marked.parent or marked.parent in folder.parents):
+            return True
+    return False
 
 
 def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, Any]) -> None:
@@ -87,6 +134,7 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
         check.problems.append((f"entry '{server_name}': its command {command!r} does not exist", f"run {again}"))
         return
     check.ok.append(f"entry '{server_name}': {command} {' '.join(args)}")
+    check.commands.add(str(Path(resolved).resolve()))
     options = _serve_options(args)
     for root in options.roots:
         if not Path(root).is_dir():
@@ -98,9 +146,23 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
         if options.profile:
             config.profile(options.profile)
         check.ok.append(f"config {config.source} is valid")
-    except (NexusError, FileNotFoundError) as exc:
-        check.problems.append((f"config: {exc}", "fix the file (`nexus config check` shows every error)"))
+        check.configs.add(str(config.path or "defaults"))
+    except ConfigError as exc:
+        for key, reason in exc.problems:
+            check.problems.append((f"config {exc.source}: {key}: {reason}", f"fix `{key}` in {exc.source}"))
         return
+    except (NexusError, FileNotFoundError) as exc:
+        check.problems.append((f"config: {exc}", "fix the file (`nexus config check` lists every error)"))
+        return
+    failed = _failed_plugins([resolved], options)
+    for plugin, reasons in failed.items():
+        for reason in reasons:
+            check.problems.append(
+                (
+                    f"plugin {plugin} does not load, so its tools are missing: {reason}",
+                    f"fix [plugins.{plugin}] in {config.source} (`nexus config check` lists every error)",
+                )
+            )
     started = time.monotonic()
     try:
         import anyio  # only for a client whose entry is worth starting
@@ -122,8 +184,31 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
 
 def _serve_options(args: list[str]) -> ServeOptions:
     """What a client's entry passes to ``nexus serve`` that decides its config, roots and profile."""
-    known, _ = parser((CONFIG, ROOT, PROFILE), "nexus serve").parse_known_args(args)
+    known, _ = parser((CONFIG, SET, ROOT, PROFILE), "nexus serve").parse_known_args(args)
     return ServeOptions.of(vars(known))
+
+
+def _failed_plugins(command: list[str], options: ServeOptions) -> dict[str, list[str]]:
+    """The plugins that install fails to load with that config (``nexus config check``), each with its errors."""
+    args = [*command, "config", "check"]
+    args += ["--config", options.config] if options.config else []
+    for item in options.overrides:
+        args += ["--set", item]
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, cwd=Path.home())
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    failed: dict[str, list[str]] = {}
+    plugin = None
+    for line in done.stdout.splitlines():
+        if line.startswith("[plugins.") and line.endswith("] failed:"):
+            plugin = line.removeprefix("[plugins.").removesuffix("] failed:")
+            failed[plugin] = []
+        elif plugin and line.startswith("  error: "):
+            failed[plugin].append(line.removeprefix("  error: "))
+        else:
+            plugin = None
+    return failed
 
 
 def _config(path: str | None) -> Any:
@@ -158,17 +243,73 @@ def check_shared_server() -> Check:
         return check
     _check_code_folders(check, str(choice.path))
     key = rendezvous.server_key(choice.path, ServeOptions().server_args(choice.path))
-    status = rendezvous.ask(key, "status")
-    if status is None:
-        check.ok.append("not running (the first client starts it)")
-        return check
-    check.ok.append(
-        f"pid {status['pid']}, up {status['uptime_s']:.0f} s, {len(status['sessions'])} session(s), "
-        f"{status['rss_mb']} MB"
-    )
-    for plugin in status["plugins"]:
-        if plugin["status"] not in ("ok", "disabled"):
-            check.problems.append((f"plugin {plugin['name']}: {plugin['status']}", f"see the log: {status['log']}"))
+    running = _running_servers()
+    if not any(s.get("key") == key for s in running):
+        check.ok.append("not running for this install and config (the first client starts it)")
+    for found in running:
+        check.ok.append(
+            f"pid {found['pid']} serves {found['config']}: up {found['uptime_s']:.0f} s, "
+            f"{len(found['sessions'])} session(s), {found['rss_mb']} MB; log {found['log']}"
+        )
+        for plugin in found["plugins"]:
+            if plugin["status"] not in ("ok", "disabled"):
+                check.problems.append((f"plugin {plugin['name']}: {plugin['status']}", f"see the log: {found['log']}"))
+        if last := _last_error(Path(found["log"])):
+            check.ok.append(f"last error in its log: {last}")
+    by_config: dict[str, list[int]] = {}
+    for found in running:
+        by_config.setdefault(found["config"], []).append(found["pid"])
+    for config, pids in by_config.items():
+        if len(pids) > 1:
+            check.problems.append(
+                (
+                    f"{len(pids)} shared servers (pids {', '.join(map(str, pids))}) serve {config}: "
+                    "their plugins share one set of stores",
+                    "install every client from one Nexus (`nexus install CLIENT`), then `nexus server stop` "
+                    "with each of the others",
+                )
+            )
+    return check
+
+
+def _running_servers() -> list[dict[str, Any]]:
+    """The status of every shared server of this user that answers."""
+    found = []
+    for description in sorted(folders.runtime_dir().glob("*.json")):
+        status = rendezvous.ask(description.stem, "status", timeout=3)
+        if status is not None:
+            found.append(status)
+    return found
+
+
+def _last_error(log: Path) -> str | None:
+    """The last ERROR line in the log's last 64 KiB, if any."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, log.stat().st_size - 65536))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    errors = [line for line in lines if " ERROR " in line]
+    return errors[-1][:300] if errors else None
+
+
+def check_installs(results: list[Check]) -> Check:
+    """Two Nexus installs started by clients on the same config: two shared servers, one set of stores."""
+    check = Check("installs")
+    commands = {c for r in results for c in r.commands}
+    if len(commands) > 1:
+        check.problems.append(
+            (
+                f"clients start {len(commands)} different Nexus installs ({', '.join(sorted(commands))}): each runs "
+                "its own shared server on the same stores",
+                "run `nexus install CLIENT` for every client with the one nexus you keep",
+            )
+        )
+    elif commands:
+        check.ok.append(f"every client starts {next(iter(commands))}")
+    else:
+        check.skipped = "no client starts Nexus"
     return check
 
 
@@ -189,6 +330,7 @@ def _check_code_folders(check: Check, config_path: str) -> None:
 def doctor() -> None:
     """Check every installed client's Nexus entry and the shared server; print each problem with its fix."""
     results = [check_client(name, client) for name, client in installers.CLIENTS.items()]
+    results.append(check_installs(results))
     results.append(check_shared_server())
     for check in results:
         mark = "SKIP" if check.skipped else "FAIL" if check.problems else "ok"

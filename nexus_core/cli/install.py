@@ -18,9 +18,15 @@ from nexus_core.fs.locks import locked
 BOM = "\ufeff"  # some Windows editors start a UTF-8 file with one; it is kept
 
 
-def _target(client: str, file: str | None) -> tuple[installers.Client, Path]:
+def _target(client: str, file: str | None, workspace: bool = False) -> tuple[installers.Client, Path]:
     target = installers.client(client)
-    return target, Path(file).expanduser() if file else target.file()
+    if file:
+        return target, Path(file).expanduser()
+    if workspace:
+        if target.workspace is None:
+            raise NexusError(f"{target.title} has no per-folder file; drop --workspace")
+        return target, Path.cwd() / target.workspace
+    return target, target.file()
 
 
 def nexus_command() -> str:
@@ -60,7 +66,12 @@ def _edit(path: Path, change: Callable[[str], str | None]) -> tuple[str, str | N
 _client_argument = click.argument("client", metavar="CLIENT", type=click.Choice(list(installers.CLIENTS)))
 _name_option = click.option("--name", "server_name", default="nexus", show_default=True, help="The entry's name.")
 _file_option = click.option(
-    "--file", type=click.Path(dir_okay=False), help="The client's config file (default: the one it reads)."
+    "--file", type=click.Path(dir_okay=False), help="The client's config file (default: the user's, that it reads)."
+)
+_workspace_option = click.option(
+    "--workspace",
+    is_flag=True,
+    help="This folder's file instead of the user's (vscode: .vscode/mcp.json; cursor, gemini).",
 )
 
 
@@ -77,6 +88,7 @@ _file_option = click.option(
 @click.option("--profile", help="The profile this client is served, passed to `nexus serve --profile`.")
 @_name_option
 @_file_option
+@_workspace_option
 @click.option("--print", "print_only", is_flag=True, help="Only print the entry; write nothing.")
 def install(
     client: str,
@@ -85,11 +97,12 @@ def install(
     profile: str | None,
     server_name: str,
     file: str | None,
+    workspace: bool,
     print_only: bool,
 ) -> None:
     """Add Nexus to a client's MCP servers, in its own file and format (the rest is kept; the diff is shown)."""
     try:
-        target, path = _target(client, file)
+        target, path = _target(client, file, workspace)
         entry = target.entry(nexus_command(), serve_args(config_path, roots, profile))
         if print_only:
             click.echo(installers.snippet(target, server_name, entry), nl=False)
@@ -100,19 +113,22 @@ def install(
         return
     if before == after:
         click.echo(f"{path} already has this entry; nothing to do")
-        return
-    click.echo(installers.diff(path, before, after or ""), nl=False)
-    click.echo(f"updated {path}; restart {target.title} to load Nexus")
+    else:
+        click.echo(installers.diff(path, before, after or ""), nl=False)
+        click.echo(f"updated {path}; restart {target.title} to load Nexus")
+    if target.next_step:
+        click.echo(f"next: {target.next_step}")
 
 
 @click.command()
 @_client_argument
 @_name_option
 @_file_option
-def uninstall(client: str, server_name: str, file: str | None) -> None:
+@_workspace_option
+def uninstall(client: str, server_name: str, file: str | None, workspace: bool) -> None:
     """Remove Nexus's entry, and nothing else, from a client's MCP servers (the diff is shown)."""
     try:
-        target, path = _target(client, file)
+        target, path = _target(client, file, workspace)
         before, after = _edit(path, lambda text: installers.without_entry(target, text, server_name, path))
     except (NexusError, OSError) as exc:
         fail(str(exc))

@@ -16,7 +16,7 @@ import click
 
 from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail, table
-from nexus_core.errors import NexusError
+from nexus_core.errors import ConfigError, NexusError
 from nexus_core.serve import rendezvous
 from nexus_core.serve.client import shared_session
 from nexus_core.serve.options import CONFIG_FLAGS, LIBRARIES, NAME, PROFILE, ROOT, STANDALONE, ServeOptions
@@ -36,6 +36,8 @@ def built_host(values: dict[str, Any]) -> Host:
     options = ServeOptions.of(values)
     try:
         return build_host(with_libraries(load(options.config, options.overrides, options.verbose), options.libraries))
+    except ConfigError as exc:
+        fail("\n".join(exc.lines()))
     except NexusError as exc:
         fail(str(exc))
 

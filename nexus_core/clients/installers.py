@@ -30,6 +30,8 @@ class Client:
     before: dict[str, Any] = field(default_factory=dict)  # keys an entry has before command and args
     after: dict[str, Any] = field(default_factory=dict)  # and after them
     format: Literal["json", "jsonc", "toml"] = "json"
+    workspace: str | None = None  # the file, relative to a project folder, for `--workspace`
+    next_step: str = ""  # what the user still does in the client after the file is written
 
     def entry(self, command: str, args: list[str]) -> dict[str, Any]:
         return {**self.before, "command": command, "args": args, **self.after}
@@ -55,6 +57,12 @@ def _zed() -> Path:
     return Path(base or Path.home() / ".config") / "zed/settings.json"
 
 
+def _cline_cli() -> Path:
+    return Path(
+        os.environ.get("CLINE_MCP_SETTINGS_PATH") or Path.home() / ".cline/data/settings/cline_mcp_settings.json"
+    )
+
+
 def _codex() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
 
@@ -66,18 +74,34 @@ CLIENTS: dict[str, Client] = {
     "claude-code": Client(
         "Claude Code", _home(".claude.json"), "mcpServers", before={"type": "stdio"}, after={"env": {}}
     ),
-    # ~/.cursor/mcp.json, "mcpServers" (cursor.com/docs/mcp)
-    "cursor": Client("Cursor", _home(".cursor", "mcp.json"), "mcpServers"),
-    # .vscode/mcp.json of the workspace, "servers" with "type": "stdio"; comments allowed (VS Code docs)
+    # ~/.cursor/mcp.json, "mcpServers"; a project's .cursor/mcp.json (cursor.com/docs/mcp)
+    "cursor": Client("Cursor", _home(".cursor", "mcp.json"), "mcpServers", workspace=".cursor/mcp.json"),
+    # the user profile's mcp.json (Code/User), "servers" with "type": "stdio"; a workspace's .vscode/mcp.json;
+    # comments allowed (VS Code docs: MCP servers)
     "vscode": Client(
-        "VS Code", lambda: Path.cwd() / ".vscode/mcp.json", "servers", before={"type": "stdio"}, format="jsonc"
+        "VS Code",
+        lambda: _app_config("Code", "User", "mcp.json"),
+        "servers",
+        before={"type": "stdio"},
+        format="jsonc",
+        workspace=".vscode/mcp.json",
+        next_step="In VS Code, open the Extensions view's MCP SERVERS section (or run `MCP: List Servers`) "
+        "and start 'nexus'; trust it when asked.",
     ),
     # ~/.codeium/windsurf/mcp_config.json, "mcpServers" (docs.windsurf.com, Cascade MCP)
     "windsurf": Client("Windsurf", _home(".codeium", "windsurf", "mcp_config.json"), "mcpServers"),
     # $CODEX_HOME/config.toml (~/.codex), one [mcp_servers.NAME] table per server (Codex MCP docs)
     "codex": Client("Codex CLI", _codex, "mcp_servers", format="toml"),
     # ~/.gemini/settings.json, "mcpServers"; comments allowed (Gemini CLI docs: tools/mcp-server.md)
-    "gemini": Client("Gemini CLI", _home(".gemini", "settings.json"), "mcpServers", format="jsonc"),
+    "gemini": Client(
+        "Gemini CLI",
+        _home(".gemini", "settings.json"),
+        "mcpServers",
+        format="jsonc",
+        workspace=".gemini/settings.json",
+        next_step="With folder trust on, Gemini CLI shows Nexus as Disabled until you trust the folder you start "
+        'it in: choose "Trust folder" when it asks (`nexus doctor` checks).',
+    ),
     # Zed's settings.json, "context_servers" with "source": "custom" (zed docs: ai/mcp.md); JSONC
     "zed": Client("Zed", _zed, "context_servers", before={"source": "custom"}, after={"env": {}}, format="jsonc"),
     # cline_mcp_settings.json in VS Code's global storage for the extension (docs.cline.bot, MCP servers)
@@ -86,6 +110,15 @@ CLIENTS: dict[str, Client] = {
         lambda: _app_config("Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
         "mcpServers",
         after={"disabled": False, "autoApprove": []},
+        next_step="For the Cline CLI (its own file): `nexus install cline-cli`.",
+    ),
+    # the Cline CLI: ~/.cline/data/settings/cline_mcp_settings.json, or $CLINE_MCP_SETTINGS_PATH (`cline mcp`)
+    "cline-cli": Client(
+        "the Cline CLI",
+        _cline_cli,
+        "mcpServers",
+        after={"disabled": False, "autoApprove": []},
+        next_step="For the Cline extension in VS Code: `nexus install cline`.",
     ),
 }
 

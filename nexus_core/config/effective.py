@@ -24,8 +24,9 @@ def load(config_path: str | None, overrides: tuple[str, ...] = (), verbose: bool
     choice = find_config(config_path)
     config = overlay(read_config(choice.path), [_override(item) for item in overrides], "--set")
     level = "DEBUG" if verbose else config.server.log_level
-    logging.getLogger().setLevel(level)
     logging.getLogger("nexus").setLevel(level)
+    # Other libraries' chatter (the quantizer's logging.info on the root logger) shows only with --verbose.
+    logging.getLogger().setLevel("DEBUG" if verbose else max(logging.WARNING, logging.getLevelName(level)))
     if choice.narrowing is not None:
         process_session().narrowing = read_narrowing(choice.narrowing)
     return config

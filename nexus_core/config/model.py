@@ -9,8 +9,10 @@ trust PATH``) only narrows the chosen config for the session launched there
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -264,12 +266,59 @@ def parse_config(
     return config
 
 
-def validation_error(source: str, exc: ValidationError, prefix: str = "") -> ConfigError:
-    """The first pydantic error as a ConfigError with a dotted key, e.g. ``server.http.port``."""
-    err = exc.errors()[0]
-    key = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
-    reason = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-    if err["type"] not in ("extra_forbidden", "missing") and not isinstance(err["input"], dict | list):
-        reason += f" (got {err['input']!r})"  # a whole table is not echoed: it may hold a secret
-    more = len(exc.errors()) - 1
-    return ConfigError(source, key, reason + (f"; and {more} more error(s)" if more else ""))
+def validation_error(
+    source: str, exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> ConfigError:
+    """Every pydantic error as a ConfigError, each with its dotted key (``server.http.port``), the value given,
+    and a "did you mean" when an unknown key is close to one ``model`` (default: the whole config) knows."""
+    model = model or (NexusConfig if not prefix else None)
+    found = [_problem(err, prefix, model) for err in exc.errors()]
+    (key, reason), more = found[0], found[1:]
+    return ConfigError(source, key, reason, more)
+
+
+_SECRET_WORDS = ("token", "secret", "password", "key")
+
+
+def _problem(err: Any, prefix: str, model: type[BaseModel] | None) -> tuple[str, str]:
+    loc = [str(part) for part in err["loc"]]
+    key = ".".join(part for part in (prefix, *loc) if part != "")
+    got = err["input"]
+    if err["type"] == "extra_forbidden":
+        reason = "unknown key"
+        known = known_keys(model, loc[:-1]) + (list(PluginTable.model_fields) if prefix and len(loc) == 1 else [])
+        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6) if loc else []
+        if close:
+            reason += f" (did you mean '{close[0]}'?)"
+    else:
+        reason = err["msg"]
+    secret = any(word in key.lower() for word in _SECRET_WORDS)
+    if err["type"] != "missing" and not isinstance(got, dict | list) and not secret:
+        reason += f" (got {got!r})"  # a whole table is not echoed, nor a secret-like key: it may hold a secret
+    return key, reason
+
+
+def known_keys(model: type[BaseModel] | None, loc: list[str]) -> list[str]:
+    """The keys the table at ``loc`` (a path below ``model``) accepts; [] when unknown."""
+    current: Any = model
+    pending_dict = False
+    for part in loc:
+        if pending_dict:
+            pending_dict = False
+            continue  # a dict's own key (a plugin's or profile's name)
+        if not (isinstance(current, type) and issubclass(current, BaseModel)) or part not in current.model_fields:
+            return []
+        current, pending_dict = _table_type(current.model_fields[part].annotation)
+    if pending_dict or not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return []
+    return list(current.model_fields)
+
+
+def _table_type(annotation: Any) -> tuple[Any, bool]:
+    """The model a field holds (through ``X | None``) and whether it is a dict of them."""
+    for arg in (annotation, *typing.get_args(annotation)):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, False
+        if typing.get_origin(arg) is dict:
+            return typing.get_args(arg)[-1], True
+    return None, False

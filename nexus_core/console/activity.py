@@ -15,12 +15,20 @@ if TYPE_CHECKING:
 CHUNK = 1 << 16
 MAX_SCAN = 32 << 20  # bytes read back from the end looking for matches: a huge log stays quick
 FILTERS = ("client", "plugin", "tool", "outcome")
+CONSOLE_CLIENT = "console"  # the client name of the console's own calls (calls.py)
 
 
-def read_activity(path: Path | None, filters: dict[str, str], limit: int = 200, since: int | None = None) -> dict:
+def read_activity(
+    path: Path | None,
+    filters: dict[str, str],
+    limit: int = 200,
+    since: int | None = None,
+    quiet: frozenset[str] = frozenset(),
+) -> dict:
     """The newest matching records (newest first), and the offset to ask ``since`` next time (live updates).
 
-    ``since`` (an offset from an earlier answer) returns only what was appended after it.
+    ``since`` (an offset from an earlier answer) returns only what was appended after it. The console's own
+    successful calls of the ``quiet`` tools (its reads) are left out: one page load makes ten of them.
     """
     if path is None:
         return {"entries": [], "offset": 0, "audit": None}
@@ -34,7 +42,7 @@ def read_activity(path: Path | None, filters: dict[str, str], limit: int = 200, 
     entries = []
     for line in reversed(lines):
         entry = _parse(line)
-        if entry is not None and _matches(entry, filters):
+        if entry is not None and _matches(entry, filters) and not _own_read(entry, quiet):
             entries.append(entry)
             if len(entries) >= limit:
                 break
@@ -58,6 +66,19 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return entry if isinstance(entry, dict) else None
+
+
+def _own_read(entry: dict[str, Any], quiet: frozenset[str]) -> bool:
+    if entry.get("client") != CONSOLE_CLIENT or entry.get("outcome") != "ok":
+        return False
+    return entry.get("kind", "tool") != "tool" or entry.get("tool") in quiet
+
+
+def read_tools(host: Host) -> frozenset[str]:
+    """The tools that only read (category ``read`` or marked read-only): the console's calls of them are quiet."""
+    return frozenset(
+        name for name, t in host.tools.items() if t.spec.category == "read" or t.spec.hints.get("readOnlyHint")
+    )
 
 
 def _matches(entry: dict[str, Any], filters: dict[str, str]) -> bool:

@@ -76,7 +76,7 @@ class Endpoints:
         if session is None:
             return _refuse(request, 403, "this login link was already used or has expired: run `nexus console` again")
         # A page, not a redirect: a redirect after a cross-site navigation would not carry the Strict cookie.
-        page = f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={PATH}/">'
+        page = f'<!doctype html><meta charset="utf-8">{ICON}<meta http-equiv="refresh" content="0;url={PATH}/">'
         response = _secured(HTMLResponse(page + f'<a href="{PATH}/">Open the Nexus console</a>'))
         response.set_cookie(cookie_name(request), session.id, httponly=True, samesite="strict", path=PATH, secure=False)
         return response
@@ -86,7 +86,7 @@ class Endpoints:
 
     async def static(self, request: Request, session: BrowserSession) -> Response:
         name = request.path_params["name"]
-        if name not in (*CORE_SCRIPTS, "activity.js", "boot.js", "self.console.css"):
+        if name not in (*CORE_SCRIPTS, "activity.js", "boot.js", "console.css"):
             return _refuse(request, 404, "no such file")
         return FileResponse(STATIC / name, media_type=_media_type(name))
 
@@ -128,7 +128,8 @@ class Endpoints:
             return JSONResponse({"error": "limit and since must be integers, since not negative"}, 400)
         filters = {k: query.get(k, "") for k in activity.FILTERS}
         path = self.console.host.audit.path
-        found = await anyio.to_thread.run_sync(lambda: activity.read_activity(path, filters, limit, since))
+        quiet = frozenset() if query.get("own") == "1" else activity.read_tools(self.console.host)
+        found = await anyio.to_thread.run_sync(lambda: activity.read_activity(path, filters, limit, since, quiet))
         return JSONResponse(found)
 
     async def plugins(self, request: Request, session: BrowserSession) -> Response:
@@ -183,6 +184,14 @@ def script_urls(console: Console) -> dict[str, Path]:
     return urls
 
 
+# The console's icon, inline (the CSP allows data: images): no request, so no favicon.ico 404 either.
+ICON = (
+    '<link rel="icon" href="data:image/svg+xml,'
+    "%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'%3E%3Crect width='32' height='32' rx='7' "
+    "fill='%232b5fd9'/%3E%3Cpath d='M9 24V8h3l8 11V8h3v16h-3l-8-11v11z' fill='white'/%3E%3C/svg%3E\">"
+)
+
+
 def shell_html(csrf: str, page_scripts: list[str]) -> str:
     core = [f"{PATH}/static/{name}" for name in CORE_SCRIPTS]
     tags = "\n".join(f'<script src="{html.escape(u)}" defer></script>' for u in [*core, *page_scripts])
@@ -193,6 +202,7 @@ def shell_html(csrf: str, page_scripts: list[str]) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="nexus-csrf" content="{html.escape(csrf)}">
 <title>Nexus console</title>
+{ICON}
 <link rel="stylesheet" href="{PATH}/static/console.css">
 {tags}
 <script src="{PATH}/static/activity.js" defer></script>

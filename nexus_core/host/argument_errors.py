@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,9 +24,30 @@ _EXPECTED = {
 }
 
 
-def argument_error(tool: str, exc: ValidationError) -> str:
-    """Bad arguments in one line a model can act on: ``limit must be at most 100, got 1000``."""
-    return f"invalid arguments for {tool}: " + "; ".join(_one(err) for err in exc.errors())
+def argument_error(
+    tool: str, exc: ValidationError, arguments: Mapping[str, Any] | None = None, schema: Mapping[str, Any] | None = None
+) -> str:
+    """Bad arguments in one line a model can act on: ``limit must be at most 100, got 1000``.
+
+    With the call's ``arguments`` and the tool's input ``schema``, keys the tool does not take are named too
+    (``name`` given where ``entity_name`` is missing), each with the closest key it does take.
+    """
+    parts = [*unknown_keys(arguments, schema), *(_one(err) for err in exc.errors())]
+    return f"invalid arguments for {tool}: " + "; ".join(parts)
+
+
+def unknown_keys(arguments: Mapping[str, Any] | None, schema: Mapping[str, Any] | None) -> list[str]:
+    """``'name' is not an argument of this tool (did you mean 'entity_name'?)`` for each unknown key."""
+    known = list((schema or {}).get("properties") or {})
+    if not arguments or not known:
+        return []
+    found = []
+    for key in arguments:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+            hint = f"did you mean '{close[0]}'?" if close else f"it takes: {', '.join(known)}"
+            found.append(f"'{key}' is not an argument of this tool ({hint})")
+    return found
 
 
 def _one(err: Any) -> str:

@@ -13,6 +13,7 @@ merged into the same lists and pass the same gate.
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import inspect
 import logging
@@ -146,7 +147,8 @@ class NexusServer(MCPServer[Any]):
             return await MCPServer.call_tool(self, name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
-                raise ToolError(argument_error(name, exc.__cause__)) from None
+                schema = self.host.tools[name].sdk.parameters if self.host.tools[name].sdk else None
+                raise ToolError(argument_error(name, exc.__cause__, arguments, schema)) from None
             if isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None:  # the SDK says nothing of why
                 raise ToolError(f"{exc}: {crash_reason(exc.__cause__)}") from exc.__cause__
             if not str(exc).strip() or str(exc).rstrip().endswith(":"):  # a ToolError("") or one of an empty str()
@@ -281,7 +283,9 @@ class Host:
                 self._plugin_failed(state, state.record.error)
         for name, table in self.config.plugins.items():
             if name not in self.plugins and table.enabled:
-                reason = f"no installed plugin is named '{name}'"
+                close = difflib.get_close_matches(name, list(self.plugins), n=1, cutoff=0.6)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                reason = f"no installed plugin is named '{name}'{hint}"
                 if table.required:
                     raise ConfigError(self.config.source, f"plugins.{name}", reason)
                 log.warning("%s: plugins.%s: %s", self.config.source, name, reason)
@@ -296,13 +300,20 @@ class Host:
         declared = _first(self.pm.call_one(name, "nexus_permission_categories")) or [DEFAULT_CATEGORY]
         state.categories = {c.name: c for c in declared}
         model = _first(self.pm.call_one(name, "nexus_config_model")) or PluginConfig
+        problems: list[tuple[str, str]] = []  # every error in the table, not just the first
         try:
             config = model.model_validate(table.plugin_keys)
         except ValidationError as exc:
-            raise validation_error(self.config.source, exc, prefix=f"plugins.{name}") from None
+            problems += validation_error(self.config.source, exc, prefix=f"plugins.{name}", model=model).problems
+        try:
+            granted = self._granted(state, table)
+        except ConfigError as exc:
+            problems += exc.problems
+        if problems:
+            raise ConfigError(self.config.source, *problems[0], more=problems[1:])
         state.grants = Grants(
             name,
-            self._granted(state, table),
+            granted,
             frozenset(table.allow_tools),
             frozenset(table.deny_tools),
         )
@@ -322,11 +333,9 @@ class Host:
             return frozenset(c.name for c in state.categories.values() if c.default)
         unknown = [c for c in table.categories if c not in state.categories]
         if unknown:
-            raise ConfigError(
-                self.config.source,
-                f"plugins.{state.name}.categories",
-                f"unknown category '{unknown[0]}' (plugin '{state.name}' declares: {', '.join(state.categories)})",
-            )
+            key = f"plugins.{state.name}.categories"
+            problems = [(key, _unknown_category(c, state)) for c in unknown]
+            raise ConfigError(self.config.source, *problems[0], more=problems[1:])
         return frozenset(table.categories)
 
     def _collect(self, state: PluginState) -> Registrations:
@@ -679,6 +688,12 @@ def crash_reason(exc: BaseException) -> str:
     if isinstance(exc, MemoryError):
         return "out of memory"
     return f"an unexpected {type(exc).__name__} (the server's log has the details)"
+
+
+def _unknown_category(category: str, state: PluginState) -> str:
+    close = difflib.get_close_matches(category, list(state.categories), n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown category '{category}' ({hint}plugin '{state.name}' declares: {', '.join(state.categories)})"
 
 
 def _reason(exc: Exception) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import ipaddress
@@ -137,9 +138,26 @@ async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | 
     await server.serve(sockets=[sock] if sock is not None else None)
 
 
+class QuietCancel(logging.Filter):
+    """A clean stop cancels the app's lifespan, whose traceback (Starlette's text, or the exception) uvicorn
+    logs at ERROR: a stop is not an error, so that record is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+            return False
+        text = record.getMessage().rstrip()
+        return not (text.startswith("Traceback") and text.endswith("CancelledError"))
+
+
+_QUIET_CANCEL = QuietCancel()
+
+
 def http_server(host: Host, *, bind: str, port: int, token: str | None = None) -> Any:
     """The uvicorn server of ``http_app``; ``should_exit = True`` stops it (within a few seconds)."""
     import uvicorn  # only the HTTP transport pays for it
+
+    logging.getLogger("uvicorn.error").addFilter(_QUIET_CANCEL)  # the same filter object is added only once
 
     app = http_app(host, bind=bind, port=port, token=token)
     # No proxy headers: a loopback client's X-Forwarded-For would replace the peer address (and port) that the

@@ -259,3 +259,69 @@ def test_a_link_behind_a_control_character_is_not_followed_in_a_view(browser: An
             assert page.locator("#main .unsafe-link").inner_text() == "click"
     finally:
         page.close()
+
+
+def test_every_page_at_desktop_and_phone_width_with_an_icon(
+    page: Any, console_server: ConsoleServer, tmp_path: Path
+) -> None:
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+    page.reload()
+    page.wait_for_selector("#nav a")
+    assert page.locator("link[rel=icon]").count() == 1
+    pages = page.eval_on_selector_all("#nav a", "links => links.map(a => [a.textContent.trim(), a.href])")
+    assert len(pages) >= 4
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 860})
+        for name, href in pages:
+            page.goto(href)
+            page.wait_for_selector("#main h1")
+            page.wait_for_load_state("networkidle")
+            page.wait_for_function("() => !document.querySelector('#main').innerText.includes('Loading')")
+            shot = screenshot(page, f"{name.lower()}-{width}", tmp_path)
+            assert shot.stat().st_size > 5000
+            # nothing wider than the window: no sideways scrolling of the whole page
+            assert page.evaluate("document.documentElement.scrollWidth") <= width + 1, (name, width)
+    assert missing == []  # favicon.ico included
+
+
+def test_activity_leaves_out_the_consoles_own_reads_unless_asked(page: Any, console_server: ConsoleServer) -> None:
+    page.click("#nav a:has-text('Health')")
+    page.wait_for_selector("#main h1")
+    page.wait_for_load_state("networkidle")
+    page.click("#nav a:has-text('Activity')")
+    page.wait_for_selector("table.activity tbody tr")
+    rows = page.locator("table.activity tbody tr").all_inner_texts()
+    reads = {"analyze_knowledge", "get_memory", "recall_memories", "list_memories", "explore_related", "get_stats"}
+    own_reads = [r for r in rows if r.split("\t")[1:2] == ["console"] and r.split("\t")[3] in reads]
+    assert not own_reads, own_reads
+    page.check("input[name=own]")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('table.activity tbody tr')].some(r => r.innerText.includes('console'))"
+    )
+    assert "own=1" in page.url
+
+
+def test_health_says_what_its_score_is_and_what_to_do(page: Any, console_server: ConsoleServer) -> None:
+    page.click("#nav a:has-text('Health')")
+    page.locator(".issue").first.wait_for()
+    assert "health score" in page.locator(".health-score-box").inner_text().lower()
+    assert "/ 100" in page.locator(".health-score").inner_text()
+    text = page.locator("#main").inner_text()
+    assert "issues above" not in text
+    severities = page.eval_on_selector_all(".issue h3 .badge", "b => b.map(x => x.textContent)")
+    rank = {"high severity": 0, "medium severity": 1, "low severity": 2}
+    assert severities and [rank[s] for s in severities] == sorted(rank[s] for s in severities)
+    for advice in page.locator(".issue .advice").all_inner_texts():  # words, not tool names
+        assert "_" not in advice and advice.startswith("What to do: ")
+
+
+def test_weak_search_results_are_folded_away(page: Any, console_server: ConsoleServer) -> None:
+    page.fill("input[name=q]", "numpy pin reporting job")
+    page.click("form[role=search] button[type=submit]")
+    page.locator(".results-area .score").first.wait_for()
+    shown = page.eval_on_selector_all(".results-area > ul.results .score", "s => s.map(x => parseFloat(x.textContent))")
+    assert shown and min(shown) >= 0.2
+    folded = page.locator(".results-area details.weak")
+    assert folded.count() == 1 and "weaker match" in folded.locator("summary").inner_text()

@@ -154,12 +154,14 @@ def test_the_activity_log_and_plugins(standalone: Standalone) -> None:
     for name in ("Ann", "Ben"):
         client.post("/console/api/call", json={"tool": "hello", "arguments": {"name": name}}, headers=headers)
     client.post("/console/api/call", json={"tool": "count_lines", "arguments": {"path": "x"}}, headers=headers)
-    everything = client.get("/console/api/activity").json()
+    everything = client.get("/console/api/activity", params={"own": "1"}).json()
+    quiet = client.get("/console/api/activity").json()  # the console's own reads (hello) left out by default
     problems = client.get("/console/api/activity", params={"outcome": "problem"}).json()
     client.post("/console/api/call", json={"tool": "hello", "arguments": {"name": "Cy"}}, headers=headers)
-    since = client.get("/console/api/activity", params={"since": everything["offset"]}).json()
+    since = client.get("/console/api/activity", params={"since": everything["offset"], "own": "1"}).json()
     plugins = {p["name"]: p for p in client.get("/console/api/plugins").json()["plugins"]}
     assert [e["tool"] for e in everything["entries"]] == ["count_lines", "hello", "hello"]  # newest first
+    assert [e["tool"] for e in quiet["entries"]] == ["count_lines"]  # refused: not a quiet read
     assert [(e["tool"], e["outcome"]) for e in problems["entries"]] == [("count_lines", "denied")]
     assert [e["tool"] for e in since["entries"]] == ["hello"] and since["offset"] > everything["offset"]
     assert plugins["hello"]["granted"] == ["greet"] and plugins["hello"]["refused"] == ["files"]

@@ -29,18 +29,20 @@ FIXTURE = {
     "gemini": "gemini_settings.json",
     "zed": "zed_settings.json",
     "cline": "cline_mcp_settings.json",
+    "cline-cli": "cline_mcp_settings.json",
 }
 # Where each client reads its servers on Linux, under HOME=~ and XDG_CONFIG_HOME=~/.config (its documentation).
 DEFAULT = {
     "claude": ".config/Claude/claude_desktop_config.json",
     "claude-code": ".claude.json",
     "cursor": ".cursor/mcp.json",
-    "vscode": "work/.vscode/mcp.json",
+    "vscode": ".config/Code/User/mcp.json",
     "windsurf": ".codeium/windsurf/mcp_config.json",
     "codex": ".codex/config.toml",
     "gemini": ".gemini/settings.json",
     "zed": ".config/zed/settings.json",
     "cline": ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+    "cline-cli": ".cline/data/settings/cline_mcp_settings.json",
 }
 # What an entry carries besides command and args, in each client's own keys.
 EXTRA = {
@@ -48,6 +50,7 @@ EXTRA = {
     "vscode": {"type": "stdio"},
     "zed": {"source": "custom", "env": {}},
     "cline": {"disabled": False, "autoApprove": []},
+    "cline-cli": {"disabled": False, "autoApprove": []},
 }
 
 
@@ -125,11 +128,40 @@ def test_each_client_writes_where_it_reads(client: str, work: Path, monkeypatch:
     monkeypatch.setenv("HOME", str(work))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(work / ".config"))
     monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("CLINE_MCP_SETTINGS_PATH", raising=False)
     (work / "work").mkdir()
     monkeypatch.chdir(work / "work")
-    code, _, err = run("install", client)
+    code, out, err = run("install", client)
     assert code == 0, err
     assert list(servers(client, work / DEFAULT[client])) == ["nexus"]
+    assert ("next: " in out) == bool(CLIENTS[client].next_step)
+
+
+@pytest.mark.parametrize(
+    ("client", "step"),
+    [
+        ("vscode", "start 'nexus'"),
+        ("gemini", "Disabled until you trust the folder"),
+        ("cline", "nexus install cline-cli"),
+        ("cline-cli", "nexus install cline`"),
+    ],
+)
+def test_install_says_the_step_left_in_the_client(client: str, step: str, work: Path) -> None:
+    code, out, err = run("install", client, "--file", str(work / "f.json"))
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("next: ") and step in out
+
+
+def test_workspace_writes_the_folders_file_not_the_users(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(work))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(work / ".config"))
+    monkeypatch.chdir(work / "project")
+    code, _, err = run("install", "vscode", "--workspace")
+    assert code == 0, err
+    assert list(servers("vscode", work / "project/.vscode/mcp.json")) == ["nexus"]
+    assert not (work / ".config/Code/User/mcp.json").exists()
+    code, _, err = run("install", "windsurf", "--workspace")
+    assert code == 2 and "has no per-folder file" in err
 
 
 @pytest.mark.parametrize("client", list(FIXTURE))

@@ -92,3 +92,42 @@ def test_token_reads_its_environment_variable(tmp_path: Path, monkeypatch: pytes
     assert load_config(path).server.http.token.resolve() == "s3cret"
     monkeypatch.delenv("MY_TOKEN")
     assert load_config(path).server.http.token.resolve() is None
+
+
+def test_config_check_lists_every_error_with_its_value_and_a_did_you_mean(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import nexus_command, server_env
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[server]\nidle_timout = 60\nlog_level = "LOUD"\n[server.http]\nprot = 1\n')
+    out = subprocess.run(
+        nexus_command("config", "check", "--config", str(broken)),
+        capture_output=True, text=True, timeout=120, env=server_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "server.idle_timout: unknown key (did you mean 'idle_timeout'?) (got 60)" in out.stderr
+    assert "server.http.prot: unknown key (did you mean 'port'?) (got 1)" in out.stderr
+    assert "server.log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR' (got 'LOUD')" in out.stderr
+
+    plugin = tmp_path / "plugin.toml"
+    plugin.write_text('[plugins.hello]\ncategories = ["greet", "fils", "gret"]\ngreetng = "hi"\n')
+    out = subprocess.run(
+        nexus_command("config", "check", "--config", str(plugin)),
+        capture_output=True, text=True, timeout=120, env=server_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert "[plugins.hello] failed:" in out.stdout
+    assert "unknown category 'fils' (did you mean 'files'?" in out.stdout
+    assert "unknown category 'gret' (did you mean 'greet'?" in out.stdout
+
+
+def test_an_unknown_key_is_hinted_at_any_depth(tmp_path: Path) -> None:
+    path = tmp_path / "nexus.toml"
+    path.write_text("[server.audit]\nenabeld = true\n[profiles.work]\nplugns = []\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert dict(err.value.problems) == {
+        "server.audit.enabeld": "unknown key (did you mean 'enabled'?) (got True)",
+        "profiles.work.plugns": "unknown key (did you mean 'plugins'?)",
+    }

@@ -42,3 +42,42 @@ def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: 
     project.rmdir()
     gone = run("doctor", home=home, cwd=tmp_path)
     assert gone.returncode == 1 and f"root {project} does not exist" in gone.stdout
+
+
+def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir(parents=True)
+    config = tmp_path / "nexus.toml"
+    config.write_text('[plugins.hello]\ncategories = ["greet", "gret"]\n')
+    for client in ("cursor", "gemini"):
+        done = run("install", client, "--config", str(config), home=home, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    gemini = home / ".gemini"
+    settings = json.loads((gemini / "settings.json").read_text())
+    (gemini / "settings.json").write_text(json.dumps(settings | {"security": {"folderTrust": {"enabled": True}}}))
+
+    broken = run("doctor", home=home, cwd=project)
+    assert broken.returncode == 1, broken.stdout
+    assert "[FAIL] cursor" in broken.stdout
+    assert "problem: plugin hello does not load, so its tools are missing:" in broken.stdout
+    assert "unknown category 'gret' (did you mean 'greet'?" in broken.stdout
+    assert f"fix: fix [plugins.hello] in {config}" in broken.stdout
+    assert f"Gemini CLI shows Nexus as Disabled in {project}" in broken.stdout
+    assert "every client starts" in broken.stdout  # one install: no second set of servers on the same stores
+
+    config.write_text('[plugins.hello]\ncategories = ["greet"]\n')
+    (gemini / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
+    fixed = run("doctor", home=home, cwd=project)
+    assert fixed.returncode == 0, fixed.stdout
+    assert f"Gemini CLI trusts {project}" in fixed.stdout and "no problems found" in fixed.stdout
+
+
+def test_two_installs_started_by_clients_are_named_as_one_set_of_stores_shared() -> None:
+    from nexus_core.cli.doctor import Check, check_installs
+
+    one = check_installs([Check("cursor", commands={"/a/bin/nexus"}), Check("zed", commands={"/a/bin/nexus"})])
+    assert not one.problems and one.ok == ["every client starts /a/bin/nexus"]
+    two = check_installs([Check("cursor", commands={"/a/bin/nexus"}), Check("zed", commands={"/b/bin/nexus"})])
+    (problem, fix), *_ = two.problems
+    assert "2 different Nexus installs (/a/bin/nexus, /b/bin/nexus)" in problem and "same stores" in problem
+    assert "nexus install CLIENT" in fix

@@ -27,6 +27,15 @@ async def test_bad_arguments_say_which_and_why_in_one_line(make_host) -> None:
     assert "\n" not in text and "pydantic" not in text
 
 
+async def test_an_unknown_argument_is_named_with_the_closest_known_one(make_host) -> None:
+    host = make_host({"calc": Calculator()})
+    async with Client(host.server) as client:
+        wrong = (await client.call_tool("add", {"aa": 1, "b": 1})).content[0].text  # type: ignore[union-attr]
+    assert wrong == (
+        "invalid arguments for add: 'aa' is not an argument of this tool (did you mean 'a'?); a is required"
+    )
+
+
 @pytest.mark.parametrize("mode", ["relay", "standalone"])
 def test_a_request_before_initialize_is_told_so(tmp_path: Path, mode: str) -> None:
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')

@@ -165,7 +165,7 @@ def test_invalid_plugin_config_is_reported_with_the_key(make_host) -> None:
     status = host.plugins["calc"].status
     assert status.startswith("failed: test.toml: plugins.calc.start") and "greater than or equal to 0" in status
     host = make_host({"calc": Calculator()}, {"plugins": {"calc": {"colour": "red"}}})
-    assert host.plugins["calc"].status == "failed: test.toml: plugins.calc.colour: unknown key"
+    assert host.plugins["calc"].status == "failed: test.toml: plugins.calc.colour: unknown key (got 'red')"
 
 
 def test_an_unknown_granted_category_is_reported(make_host) -> None:

@@ -263,7 +263,7 @@ async def test_stats_and_analysis(client: Client) -> None:
     assert "stale_memories" not in issues
     assert report["health_score"] == 60.0  # 100 - 30 * 1/3 (untagged) - 25 * 3/3 (unlinked) - 5 (one tag group)
     assert report["suggestions"][:2] == [
-        "Address issues above to improve discoverability",
+        "Address the issues listed to improve discoverability",
         "Don't forget to record failures too!",
     ]
     await call(client, "update_memory", memory_id=c, tags=["ops"])

@@ -15,18 +15,22 @@ Nexus.page("core/activity", {
           nx.option(v, l, q.outcome),
         ),
       ),
+      own: h("input", { type: "checkbox", name: "own", checked: q.own === "1" }),
     };
+    const value = (input) => (input.type === "checkbox" ? (input.checked ? "1" : "") : input.value.trim());
     const form = h(
       "form",
       {
         class: "filters",
         onsubmit(event) {
           event.preventDefault();
-          const params = new URLSearchParams(Object.entries(filters).map(([k, input]) => [k, input.value.trim()]));
+          const params = new URLSearchParams(Object.entries(filters).map(([k, input]) => [k, value(input)]));
           nx.go(`core/activity?${params}`);
         },
       },
-      Object.values(filters),
+      Object.entries(filters).map(([k, input]) =>
+        k === "own" ? h("label", { title: "Reads the console makes to draw its pages" }, input, " the console's own reads") : input,
+      ),
       h("button", { type: "submit" }, "Filter"),
     );
     const live = h("input", { type: "checkbox", checked: true, id: "live" });
@@ -48,7 +52,7 @@ Nexus.page("core/activity", {
       plugins,
     );
 
-    const wanted = Object.fromEntries(Object.entries(filters).map(([k, input]) => [k, input.value.trim()]));
+    const wanted = Object.fromEntries(Object.entries(filters).map(([k, input]) => [k, value(input)]));
     const row = (e) =>
       h(
         "tr",

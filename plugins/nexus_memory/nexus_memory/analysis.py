@@ -250,7 +250,7 @@ def _suggestions(records: list[Record], issues: list[Issue]) -> list[str]:
     if not records:
         return ["Store what you learn with store_memory: fixes, failures, decisions and insights"]
     types = {r.memory_type for r in records}
-    out = ["Address issues above to improve discoverability"] if issues else []
+    out = ["Address the issues listed to improve discoverability"] if issues else []
     if "failure" not in types:
         out.append("Don't forget to record failures too!")
     if "decision" not in types:

@@ -32,7 +32,13 @@
         h(
           "div",
           { class: "panel row" },
-          h("div", { class: "health-score", title: "0 (neglected) to 100 (tagged, linked, fresh, consistent)" }, String(report.score)),
+          h(
+            "div",
+            { class: "health-score-box" },
+            h("div", { class: "health-label" }, "Health score"),
+            h("div", { class: "health-score" }, String(report.score), h("span", { class: "out-of" }, " / 100")),
+            h("p", { class: "muted" }, "100 when every memory is tagged, linked to related ones, recent and consistently tagged; each issue below takes points off."),
+          ),
           h(
             "dl",
             { class: "pairs" },
@@ -43,13 +49,35 @@
             h("dd", {}, Object.entries(report.perContext).map(([c, n]) => h("span", { class: "chip" }, `${c}: ${n}`))),
           ),
         ),
-        report.suggestions.length ? h("ul", { class: "suggestions" }, report.suggestions.map((s) => h("li", {}, s))) : "",
-        report.issues.length ? "" : h("p", { class: "notice" }, "No issues."),
-        ...report.issues.map((issue) => issuePanel(issue, nx, status, again)),
+        report.issues.length ? h("h2", {}, `${report.issues.length} ${report.issues.length === 1 ? "issue" : "issues"}, most serious first`) : h("p", { class: "notice" }, "No issues."),
+        ...[...report.issues].sort((a, b) => RANK[a.severity] - RANK[b.severity]).map((issue) => issuePanel(issue, nx, status, again)),
+        tips(report.suggestions).length ? [h("h2", {}, "Tips"), h("ul", { class: "suggestions" }, tips(report.suggestions).map((s) => h("li", {}, s)))] : "",
       );
       for (const list of body.querySelectorAll("ul.affected")) summaries(list, nx);
     },
   });
+
+  const RANK = { high: 0, medium: 1, low: 2 };
+  const TITLES = {
+    orphan_memories: "Memories without tags",
+    low_connectivity: "Memories not linked to others",
+    stale_memories: "Old or superseded memories",
+    similar_tags: "Tags that look like one tag spelled differently",
+  };
+  // What a person does here, in words (the tool's own advice names tools, for an assistant).
+  const ADVICE = {
+    orphan_memories: "open each memory below and add a few tags under Edit, so filters and related memories find it.",
+    low_connectivity: "link memories that belong together: press the button below for suggestions to accept, or open a memory and link it to another.",
+    stale_memories: "open each memory below and archive what no longer helps; archived memories stay findable when you ask for them.",
+    similar_tags: "press the button to give every memory the most used spelling.",
+  };
+  /** The report's general suggestions a person can act on (those about the issues are the issues themselves). */
+  function tips(suggestions) {
+    const words = {
+      "Don't forget to record failures too!": "Record what failed too, not only what worked: it saves the next attempt.",
+    };
+    return suggestions.filter((s) => !s.startsWith("Address issues")).map((s) => words[s] || s.replace(/ \(memory_type '(\w+)'\)/, " (type: $1)"));
+  }
 
   function issuePanel(issue, nx, status, again) {
     const { h } = nx;
@@ -57,9 +85,9 @@
     return h(
       "div",
       { class: "panel issue", "data-issue": issue.type },
-      h("h2", {}, h("span", { class: `severity-${issue.severity}` }, issue.severity), " ", issue.type.replace(/_/g, " ")),
+      h("h3", {}, h("span", { class: `badge severity-${issue.severity}` }, `${issue.severity} severity`), " ", TITLES[issue.type] || issue.type.replace(/_/g, " ")),
       h("p", {}, issue.message),
-      h("p", { class: "muted" }, "Suggested: ", issue.action),
+      h("p", { class: "advice" }, "What to do: ", ADVICE[issue.type] || issue.action),
       fixes(issue, nx, status, again),
       h("details", {}, h("summary", {}, `${issue.affected.length} memories concerned`), h("ul", { class: "affected" }, shown.map((id) => h("li", { "data-id": id }, nx.link(id, `memory/memories/m/${encodeURIComponent(id)}`)))), issue.affected.length > SHOWN ? h("p", { class: "muted" }, `and ${issue.affected.length - SHOWN} more`) : ""),
     );

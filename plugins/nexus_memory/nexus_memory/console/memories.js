@@ -74,8 +74,15 @@
     try {
       if (q.q) {
         const found = F.recalled(await nx.call("recall_memories", { query: q.q, limit: 20, ...filters }));
-        results.replaceChildren(h("p", { class: "muted" }, `${found.memories.length} closest by meaning (score = similarity + exact-term boost)`));
-        renderResults(results, found.memories, nx, { scores: true, keep: true });
+        const close = found.memories.filter((m) => (m.similarity ?? 1) >= FLOOR);
+        const weak = found.memories.filter((m) => (m.similarity ?? 1) < FLOOR);
+        results.replaceChildren(h("p", { class: "muted" }, close.length ? `${close.length} close by meaning (score = similarity + exact-term boost)` : "Nothing close by meaning."));
+        if (close.length) renderResults(results, close, nx, { scores: true, keep: true });
+        if (weak.length) {
+          const folded = h("details", { class: "weak" }, h("summary", {}, `${weak.length} weaker ${weak.length === 1 ? "match" : "matches"} (similarity below ${FLOOR})`));
+          results.append(folded);
+          renderResults(folded, weak, nx, { scores: true, keep: true });
+        }
       } else {
         const offset = Math.max(0, parseInt(q.offset || "0", 10) || 0);
         const page = F.listed(await nx.call("list_memories", { limit: PAGE, offset, ...filters }));
@@ -96,6 +103,8 @@
       results.replaceChildren(nx.problem(error));
     }
   }
+
+  const FLOOR = 0.2; // similarity under which a result is folded away: by then it rarely shares the meaning
 
   function renderResults(container, memories, nx, { scores = false, keep = false, back } = {}) {
     const { h } = nx;
