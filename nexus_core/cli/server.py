@@ -6,6 +6,9 @@ status does not import the SDK.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -114,10 +117,17 @@ def serve_http_shared(options: ServeOptions) -> None:
 
 @server.command("stop")
 @flags(*SHARED_SERVER_FLAGS)
-def server_stop(**values: Any) -> None:
+@click.option("--force", is_flag=True, help="A server that does not answer: SIGTERM, then SIGKILL.")
+def server_stop(force: bool, **values: Any) -> None:
     """Stop the shared server for this config; open sessions end (their relays start a new one when used)."""
     key, _ = which(ServeOptions.of(values))
-    answer = rendezvous.ask(key, "stop")
+    try:
+        answer = rendezvous.ask(key, "stop")
+    except rendezvous.Wedged as exc:
+        if not force or exc.pid is None:
+            fail(str(exc))
+        _kill(key, exc.pid)
+        return
     if answer is None:
         click.echo("no shared server is running for this config")
         return
@@ -128,6 +138,22 @@ def server_stop(**values: Any) -> None:
     click.echo(f"stopped the shared server (pid {answer.get('pid')})")
 
 
+def _kill(key: str, pid: int) -> None:
+    """Stop a server that does not answer: SIGTERM (it exits cleanly if it can), SIGKILL after a while."""
+    lock = rendezvous.server_files(key)["lock"]
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+            os.kill(pid, signal.SIGCONT)  # a stopped server (SIGSTOP) acts on SIGTERM only once it runs again
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and rendezvous.is_held(lock):
+            time.sleep(0.05)
+        if not rendezvous.is_held(lock):
+            click.echo(f"stopped the shared server (pid {pid}, {sig.name})")
+            return
+    fail(f"the shared server (pid {pid}) did not stop")
+
+
 @server.command("status")
 @flags(*SHARED_SERVER_FLAGS)
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
@@ -136,7 +162,14 @@ def server_status(as_json: bool, **values: Any) -> None:
     import json
 
     key, _ = which(ServeOptions.of(values))
-    status = rendezvous.ask(key, "status")
+    try:
+        status = rendezvous.ask(key, "status")
+    except rendezvous.Wedged as exc:  # stopped or stuck: say so and what to run, never a traceback
+        if as_json:
+            click.echo(json.dumps({"nexus": "not answering", "pid": exc.pid, "error": str(exc)}, indent=2))
+        else:
+            click.echo(f"nexus: {exc}", err=True)
+        sys.exit(4)
     if as_json:
         click.echo(json.dumps(status, indent=2))
     else:
