@@ -133,17 +133,19 @@ async def test_creating_the_socket_never_changes_the_process_umask(tmp_path: Pat
 # -- 2. a client that stops reading; a message too large ----------------------------------------------------------
 
 
-def _flood(client: Raw, count: int, size: int) -> threading.Thread:
-    """Requests whose answers are large (a long id comes back in each), written by a thread (the writes block)."""
+def _flood(client: Raw, count: int, size: int) -> list[int]:
+    """Requests whose answers are large (a long id comes back in each), written by a thread (the writes block);
+    how many were written, as it goes."""
+    written = [0]
 
     def write() -> None:
         with contextlib.suppress(OSError, ValueError):
             for i in range(count):
                 client.send({"jsonrpc": "2.0", "id": f"{i}-" + "x" * size, "method": "ping"})
+                written[0] += 1
 
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=write, daemon=True).start()
+    return written
 
 
 def test_a_client_that_stops_reading_is_cut_off_and_the_others_are_served(tmp_path: Path) -> None:
@@ -155,12 +157,14 @@ def test_a_client_that_stops_reading_is_cut_off_and_the_others_are_served(tmp_pa
     ):
         other.handshake()
         hog.handshake()
-        _flood(hog, 400, 20_000)  # 8 MB of answers it never reads
+        written = _flood(hog, 400, 20_000)  # 8 MB of answers it never reads
         try:
             hog.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail("a client that does not read its answers is never disconnected")
         assert "read none of its answers" in hog.stderr()
+        # Backpressure: once 8 requests wait on their answers the server reads no more (the pipes hold a few more).
+        assert written[0] < 40, f"the server took {written[0]} requests it could not answer"
         assert other.ping("after")["result"] == {}  # the other session never noticed
         key = rendezvous.server_key(config, ["--config", str(config)])
         status = rendezvous.ask(key, "status")
