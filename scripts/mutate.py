@@ -995,8 +995,9 @@ MUTATIONS: list[Mutation] = [
         "stress-socket-under-process-umask",
         CORE + "serve/shared.py",
         "listener = await anyio.create_unix_listener(rendezvous.socket_address(temporary))",
-        "old = os.umask(0o177)\n        listener = await anyio.create_unix_listener(rendezvous.socket_address(temporary))"
-        "\n        os.umask(old)",
+        "old = os.umask(0o177)\n"
+        "        listener = await anyio.create_unix_listener(rendezvous.socket_address(temporary))\n"
+        "        os.umask(old)",
         STRESS + "test_creating_the_socket_never_changes_the_process_umask",
         "the socket is made without a process-wide umask (plugin threads create folders meanwhile)",
     ),
