@@ -96,3 +96,9 @@ def test_recall_mcp(run_bench: Run) -> None:
     out = run_bench("recall_mcp.py", "--smoke")
     lines_like(out, r"^stored \d+ memories in", r"^\| nexus serve \| test \| \*\*[\d.]+\*\* \|")
     lines_like(out, r"^recall through MCP, again, limit 5, ms: p50 [\d.]+, p95 [\d.]+")
+
+
+def test_soak(run_bench: Run) -> None:
+    out = run_bench("soak.py", "--smoke")
+    lines_like(out, r"^acknowledged writes\s+\d+$", r"^stored writes\s+\d+$", r"^lost writes\s+0$")
+    lines_like(out, rf"^server RSS before\s+{NUMBER} MB$", rf"^server RSS after\s+{NUMBER} MB \([+-]{NUMBER} %\)$")
