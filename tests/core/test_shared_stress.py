@@ -245,13 +245,23 @@ def test_a_stopped_server_fails_new_clients_fast_and_says_what_to_run(tmp_path: 
 # -- 4. locks another user cannot take; a plugin that cannot starve the others ----------------------------------------
 
 
+ECHO_PLUGIN = """
+from nexus_core import hookimpl
+@hookimpl
+def nexus_register_tools(register):
+    def echo(text: str) -> str:  # not async: the SDK runs it in a worker thread
+        return text
+    register(echo, category="default", read_only=True)
+"""
+
+
 def graph_config(tmp_path: Path) -> Path:
-    extra = '[plugins.graph]\nenabled = true\ncategories = ["read", "write"]\n'
-    extra += f'[plugins.files]\nenabled = true\nroots = ["{tmp_path}"]\n'
-    text = f'[server]\ndata_dir = "{tmp_path / "data"}"\n' + QUIET.replace(
-        "[plugins.graph]\nenabled = false\n", ""
-    ).replace("[plugins.files]\nenabled = false\n", "")
-    return write_config(tmp_path / "nexus.toml", text + extra)
+    """The graph plugin, and another plugin (a plugin folder's) with a tool that runs in a worker thread."""
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "stress_echo.py").write_text(ECHO_PLUGIN)
+    server = f'[server]\ndata_dir = "{tmp_path / "data"}"\nplugin_dirs = ["{tmp_path / "plugins"}"]\n'
+    graph = '[plugins.graph]\ncategories = ["read", "write"]\n'
+    return write_config(tmp_path / "nexus.toml", server + QUIET.replace("[plugins.graph]\nenabled = false\n", graph))
 
 
 def entity(i: int) -> dict[str, Any]:
@@ -330,8 +340,7 @@ async def test_a_lock_held_for_ever_ends_the_call_with_a_clear_error(tmp_path: P
 
 @pytest.mark.anyio
 async def test_one_plugins_blocked_calls_do_not_starve_another_plugin(tmp_path: Path) -> None:
-    """45 graph calls wait on a lock: the files plugin's calls still get a worker thread."""
-    (tmp_path / "note.txt").write_text("hello\n")
+    """45 graph calls wait on a lock: another plugin's calls still get a worker thread."""
     env = server_env(NEXUS_LOCK_TIMEOUT="30")
     async with stdio_session("--config", str(graph_config(tmp_path)), cwd=tmp_path, env=env) as session:
         assert not (await session.call_tool("add_entity", entity(0))).is_error
@@ -341,6 +350,6 @@ async def test_one_plugins_blocked_calls_do_not_starve_another_plugin(tmp_path: 
                     tg.start_soon(session.call_tool, "add_entity", entity(i))
                 await anyio.sleep(1.0)
                 with anyio.fail_after(10):
-                    read = await session.call_tool("read_file", {"path": str(tmp_path / "note.txt")})
-                assert not read.is_error and "hello" in str(read.content), read
+                    echoed = await session.call_tool("echo", {"text": "still served"})
+                assert not echoed.is_error and "still served" in str(echoed.content), echoed
                 tg.cancel_scope.cancel()
