@@ -1050,6 +1050,14 @@ MUTATIONS: list[Mutation] = [
         "nexus server status reports a server that does not answer (its pid, what to run) instead of crashing",
     ),
     m(
+        "stress-quiet-http-command-times-out",
+        CORE + "cli/server.py",
+        "        sock.settimeout(None)  # answered: from here on",
+        "        pass  # answered: from here on",
+        STRESS + "test_the_timeouts_bound_waits_for_answers_never_a_quiet_session",
+        "`nexus serve --transport http` keeps serving however long the server stays quiet (no timeout after hello)",
+    ),
+    m(
         "stress-graph-lock-beside-the-graph",
         GRAPH + "storage.py",
         "path = lock_file(root)",

@@ -105,6 +105,7 @@ def serve_http_shared(options: ServeOptions) -> None:
             sock, answer = link.reach(hello | {"fingerprint": rendezvous.install_fingerprint()}, expect="http")
         except relay.RelayError as exc:
             fail(str(exc), exc.code)
+        sock.settimeout(None)  # answered: from here on it only waits for the server to go, however long it serves
         click.echo(f"nexus: serving Streamable HTTP on {answer['url']} (shared server pid {answer['pid']})", err=True)
         console = rendezvous.ask(key, "console") or {}
         if console.get("url"):

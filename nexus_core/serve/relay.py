@@ -131,7 +131,9 @@ class Relay:
 
     def reach(self, hello: dict[str, Any], expect: str = "welcome") -> tuple[socket.socket, dict[str, Any]]:
         """A connection greeted with ``hello`` (started when none listens) and the server's answer, which must be
-        ``expect``; a server that is dying (its socket still accepting) or stale is waited out."""
+        ``expect``; a server that is dying (its socket still accepting) or stale is waited out. Each wait on the
+        connection still ends after ``SERVER_TIMEOUT``: a caller that then waits as long as the server lives
+        sets no timeout."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             sock = self._dial() or self._start()

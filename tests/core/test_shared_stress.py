@@ -242,6 +242,20 @@ def test_a_stopped_server_fails_new_clients_fast_and_says_what_to_run(tmp_path: 
         assert not _alive(pid)
 
 
+@pytest.mark.anyio
+async def test_the_timeouts_bound_waits_for_answers_never_a_quiet_session(tmp_path: Path, http_server: Any) -> None:
+    """A session (stdio or `nexus serve --transport http`) silent for longer than the timeout goes on."""
+    env = server_env(NEXUS_SERVER_TIMEOUT="1")
+    config = quiet_config(tmp_path)
+    url = http_server("--config", str(config), env=env)
+    async with stdio_session("--config", str(config), cwd=tmp_path, env=env) as session:
+        await anyio.sleep(3)
+        await session.send_ping()
+    headers = {"Authorization": f"Bearer {HTTP_TOKEN}", "Accept": "application/json, text/event-stream"}
+    answer = httpx.post(url, content=_line(INIT), headers=headers | {"Content-Type": "application/json"}, timeout=30)
+    assert answer.status_code == 200
+
+
 # -- 4. locks another user cannot take; a plugin that cannot starve the others ----------------------------------------
 
 
