@@ -78,6 +78,7 @@ class ClientPipes:
         self._readable: _Readable | None = None
         self._skipping = 0  # bytes of an over-long line dropped so far (it is answered once its end comes)
         self._scope: anyio.CancelScope | None = None
+        self.cut_reason: str | None = None  # why this server ended the session itself
 
     async def serve(self, lowlevel: Any, state: Any) -> None:
         """Serve until the client closes its input (then tell the relay ``bye``) or the relay goes away."""
@@ -98,10 +99,8 @@ class ClientPipes:
                     incoming.legacy = True
                     await serve_loop(lowlevel, incoming, outgoing, **options)
                 tg.cancel_scope.cancel()
-            if self._gone and self.relay is not None:
-                await self._note(
-                    {"bye": True, "reason": f"the client read none of its answers for {WRITE_TIMEOUT:g} s"}
-                )
+            if self.cut_reason:
+                await self._note({"bye": True, "reason": self.cut_reason})
             elif self.client_closed:
                 await self._note({"bye": True})
         finally:
@@ -212,7 +211,7 @@ class ClientPipes:
                 with anyio.move_on_after(WRITE_TIMEOUT) as waited:
                     await anyio.wait_writable(self.outfd)
                 if waited.cancelled_caught:
-                    self._cut(f"it read none of its answers for {WRITE_TIMEOUT:g} s")
+                    self._cut(f"the client read none of its answers for {WRITE_TIMEOUT:g} s")
                     return False
             except OSError:
                 return False  # the client is gone
@@ -220,7 +219,8 @@ class ClientPipes:
 
     def _cut(self, reason: str) -> None:
         """End this session: a client that stops reading would otherwise hold its answers in memory forever."""
-        log.warning("a client was disconnected: %s", reason)
+        log.warning("a session was ended: %s", reason)
+        self.cut_reason = reason
         if self._scope is not None:
             self._scope.cancel()
 
