@@ -36,6 +36,7 @@ _EXPORTS = {
     "locked": "nexus_core.fs.locks",
     "make_undumpable": "nexus_core.host.hardening",
     "lock_path": "nexus_core.fs.locks",
+    "flock_within": "nexus_core.fs.locks",
     "Category": "nexus_core.access.grants",
     "ToolContext": "nexus_core.builtin.tool_files",
     "PathPolicy": "nexus_core.fs.paths",
@@ -78,6 +79,7 @@ __all__ = [
     "ToolError",
     "ToolRegistrar",
     "atomic_write",
+    "flock_within",
     "hookimpl",
     "load_config",
     "lock_path",
@@ -113,7 +115,7 @@ if TYPE_CHECKING:
     from nexus_core.config.model import EnvRef, load_config, prefixed
     from nexus_core.errors import ConfigError, NexusError, PluginError
     from nexus_core.fs.atomic import atomic_write, write_at
-    from nexus_core.fs.locks import lock_path, locked
+    from nexus_core.fs.locks import flock_within, lock_path, locked
     from nexus_core.fs.modes import make_private, private_folder
     from nexus_core.fs.nonblocking import Blocking, on_local_fs, on_loop, run_nonblocking
     from nexus_core.fs.paths import PathPolicy

@@ -67,6 +67,7 @@ CORE = "nexus_core/"
 FILES = "plugins/nexus_files/nexus_files/"
 MEMORY = "plugins/nexus_memory/nexus_memory/"
 GRAPH = "plugins/nexus_graph/nexus_graph/"
+STRESS = "tests/core/test_shared_stress.py::"
 MANUAL = "plugins/nexus_manual/nexus_manual/"
 BRIDGE = "plugins/nexus_bridge/nexus_bridge/upstream.py"
 PERMS = CORE + "fs/paths.py"
@@ -269,7 +270,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "file-lock-not-taken",
         CORE + "fs/locks.py",
-        "            fcntl.flock(fd, fcntl.LOCK_EX)",
+        "            flock_within(fd, fcntl.LOCK_EX, self.path)",
         "            pass",
         "tests/files/test_concurrency.py::test_two_servers_editing_one_file_lose_nothing",
         "two servers editing one file lose nothing (locked)",
@@ -788,10 +789,10 @@ MUTATIONS: list[Mutation] = [
     m(
         "shared-socket-umask-dropped",
         CORE + "serve/shared.py",
-        "old = os.umask(0o177)",
-        "old = os.umask(0o177)\n        os.umask(old)",
+        "os.chmod(temporary, 0o600)",
+        "pass",
         "tests/core/test_shared_promises.py::test_the_socket_is_the_users_alone_whatever_the_umask",
-        "the shared server's socket is created 0600 (under a umask), whatever umask the client has",
+        "the shared server's socket is made 0600 (before it is renamed into place), whatever umask the client has",
     ),
     # -- issue 38: sessions and paths ---------------------------------------------------------------------
     m(
@@ -1453,6 +1454,107 @@ MUTATIONS: list[Mutation] = [
         '"boot.js", "self.console.css")',
         "tests/console/test_browser.py::test_every_page_at_desktop_and_phone_width_with_an_icon",
         "every console page loads its stylesheet and icon, and fits a phone's width",
+    ),
+    # -- issue 37: the shared server under stress ------------------------------------------------------------
+    m(
+        "stress-socket-under-process-umask",
+        CORE + "serve/shared.py",
+        "listener = await anyio.create_unix_listener(rendezvous.socket_address(temporary))",
+        "old = os.umask(0o177)\n"
+        "        listener = await anyio.create_unix_listener(rendezvous.socket_address(temporary))\n"
+        "        os.umask(old)",
+        STRESS + "test_creating_the_socket_never_changes_the_process_umask",
+        "the socket is made without a process-wide umask (plugin threads create folders meanwhile)",
+    ),
+    m(
+        "stress-write-waits-for-ever",
+        CORE + "serve/client_pipes.py",
+        "with anyio.move_on_after(WRITE_TIMEOUT) as waited:",
+        "with anyio.CancelScope() as waited:",
+        STRESS + "test_a_client_that_stops_reading_is_cut_off_and_the_others_are_served",
+        "a client that leaves its answers unread for NEXUS_WRITE_TIMEOUT is disconnected, its memory freed",
+    ),
+    m(
+        "stress-no-backpressure",
+        CORE + "serve/client_pipes.py",
+        "while len(self.in_flight) >= MAX_IN_FLIGHT and not self._gone:",
+        "while False:",
+        STRESS + "test_a_client_that_stops_reading_is_cut_off_and_the_others_are_served",
+        "a session reads no more requests while NEXUS_MAX_IN_FLIGHT of them wait on their answers",
+    ),
+    m(
+        "stress-stdio-message-unbounded",
+        CORE + "serve/client_pipes.py",
+        "if len(self._buffer) > MAX_MESSAGE or self._skipping:",
+        "if False:",
+        STRESS + "test_a_message_over_the_limit_gets_an_error_and_the_session_goes_on",
+        "a line over NEXUS_MAX_MESSAGE_BYTES (relayed or standalone stdio) gets -32600 and the session goes on",
+    ),
+    m(
+        "stress-http-body-unbounded",
+        CORE + "serve/http.py",
+        "    app.add_middleware(LimitBody)",
+        "    pass",
+        STRESS + "test_an_http_body_over_the_limit_is_refused_with_a_json_rpc_error",
+        "an HTTP body over NEXUS_MAX_MESSAGE_BYTES is refused 413 with a JSON-RPC error, never read whole",
+    ),
+    m(
+        "stress-relay-waits-for-ever",
+        CORE + "serve/relay.py",
+        "sock.settimeout(SERVER_TIMEOUT)  # every wait on the server ends",
+        "sock.settimeout(None)  # every wait on the server ends",
+        STRESS + "test_a_stopped_server_fails_new_clients_fast_and_says_what_to_run",
+        "a relay gives up on a server that does not answer within NEXUS_SERVER_TIMEOUT and says what to run",
+    ),
+    m(
+        "stress-status-crashes-on-a-wedged-server",
+        CORE + "serve/rendezvous.py",
+        "    except TimeoutError:\n        raise Wedged(key, timeout) from None",
+        "    except ZeroDivisionError:\n        raise Wedged(key, timeout) from None",
+        STRESS + "test_a_stopped_server_fails_new_clients_fast_and_says_what_to_run",
+        "nexus server status reports a server that does not answer (its pid, what to run) instead of crashing",
+    ),
+    m(
+        "stress-quiet-http-command-times-out",
+        CORE + "cli/server.py",
+        "        sock.settimeout(None)  # answered: from here on",
+        "        pass  # answered: from here on",
+        STRESS + "test_the_timeouts_bound_waits_for_answers_never_a_quiet_session",
+        "`nexus serve --transport http` keeps serving however long the server stays quiet (no timeout after hello)",
+    ),
+    m(
+        "stress-graph-lock-beside-the-graph",
+        GRAPH + "storage.py",
+        "path = lock_file(root)",
+        "path = root / LOCK_FILE",
+        STRESS + "test_another_user_cannot_freeze_the_graph",
+        "the graph's lock file is in the user's private lock folder, where no other user can open it",
+        Edit(GRAPH + "storage.py", "os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)", "os.O_RDWR | os.O_CREAT, 0o644)"),
+    ),
+    m(
+        "stress-lock-waits-for-ever",
+        CORE + "fs/locks.py",
+        "fcntl.flock(fd, operation | fcntl.LOCK_NB)",
+        "fcntl.flock(fd, operation)",
+        STRESS + "test_a_lock_held_for_ever_ends_the_call_with_a_clear_error",
+        "a lock held for ever fails the call waiting for it after NEXUS_LOCK_TIMEOUT, with a clear error",
+    ),
+    m(
+        "stress-plugins-share-all-threads",
+        CORE + "host/build.py",
+        "async with self._limiter(plugin):",
+        "async with anyio.CapacityLimiter(1000):",
+        STRESS + "test_one_plugins_blocked_calls_do_not_starve_another_plugin",
+        "one plugin's calls run at most NEXUS_PLUGIN_THREADS at once: they cannot take every worker thread",
+    ),
+    m(
+        "stress-locks-follow-xdg-runtime-dir",
+        CORE + "config/folders.py",
+        'def runtime_dir() -> Path:\n    return _private(state_dir() / "run")',
+        'def runtime_dir() -> Path:\n    base = os.environ.get("XDG_RUNTIME_DIR")\n'
+        '    return _private(Path(base) / "nexus" if base else state_dir() / "run")',
+        "tests/files/test_concurrency.py::test_two_servers_with_different_runtime_variables_lose_nothing",
+        "two servers launched with different XDG_RUNTIME_DIR lock in one place: no change lost",
     ),
 ]
 

@@ -14,6 +14,7 @@ from nexus_core import __version__
 from nexus_core.cli import config, console, doctor, install, plugins, serve, server
 from nexus_core.cli.output import fail, table
 from nexus_core.cli.plugin_commands import PluginCommands
+from nexus_core.serve import rendezvous
 
 DISTRIBUTION = "nexus-stack-core"
 
@@ -23,6 +24,8 @@ def main() -> None:
         cli(standalone_mode=True)
     except KeyboardInterrupt:
         sys.exit(130)
+    except rendezvous.Wedged as exc:  # any command that asks a stopped or stuck server: what to run, no traceback
+        fail(str(exc), 4)
 
 
 def print_versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

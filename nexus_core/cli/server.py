@@ -6,7 +6,11 @@ status does not import the SDK.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +105,7 @@ def serve_http_shared(options: ServeOptions) -> None:
             sock, answer = link.reach(hello | {"fingerprint": rendezvous.install_fingerprint()}, expect="http")
         except relay.RelayError as exc:
             fail(str(exc), exc.code)
+        sock.settimeout(None)  # answered: from here on it only waits for the server to go, however long it serves
         click.echo(f"nexus: serving Streamable HTTP on {answer['url']} (shared server pid {answer['pid']})", err=True)
         # No login link here: a client launching this command keeps its stderr in a log file.
         click.echo("console: run `nexus console` for a login link", err=True)
@@ -136,17 +141,40 @@ def server_token(rotate: bool) -> None:
 
 @server.command("stop")
 @flags(*SHARED_SERVER_FLAGS)
-def server_stop(**values: Any) -> None:
+@click.option("--force", is_flag=True, help="A server that does not answer: SIGTERM, then SIGKILL.")
+def server_stop(force: bool, **values: Any) -> None:
     """Stop the shared server for this config; open sessions end (their relays start a new one when used)."""
     options = ServeOptions.of(values)
-    which(options)  # a clear error for a missing config file or bad --libraries
+    key, _ = which(options)  # a clear error for a missing config file or bad --libraries
     from nexus_core.serve.client import stop_shared_server
 
-    pid = stop_shared_server(options=options)
+    try:
+        pid = stop_shared_server(options=options)
+    except rendezvous.Wedged as exc:
+        if not force or exc.pid is None:
+            fail(str(exc))
+        _kill(key, exc.pid)
+        return
     if pid is None:
         click.echo("no shared server is running for this config")
         return
     click.echo(f"stopped the shared server (pid {pid})")
+
+
+def _kill(key: str, pid: int) -> None:
+    """Stop a server that does not answer: SIGTERM (it exits cleanly if it can), SIGKILL after a while."""
+    lock = rendezvous.server_files(key)["lock"]
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+            os.kill(pid, signal.SIGCONT)  # a stopped server (SIGSTOP) acts on SIGTERM only once it runs again
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and rendezvous.is_held(lock):
+            time.sleep(0.05)
+        if not rendezvous.is_held(lock):
+            click.echo(f"stopped the shared server (pid {pid}, {sig.name})")
+            return
+    fail(f"the shared server (pid {pid}) did not stop")
 
 
 @server.command("status")
@@ -157,7 +185,14 @@ def server_status(as_json: bool, **values: Any) -> None:
     import json
 
     key, _ = which(ServeOptions.of(values))
-    status = rendezvous.ask(key, "status")
+    try:
+        status = rendezvous.ask(key, "status")
+    except rendezvous.Wedged as exc:  # stopped or stuck: say so and what to run, never a traceback
+        if as_json:
+            click.echo(json.dumps({"nexus": "not answering", "pid": exc.pid, "error": str(exc)}, indent=2))
+        else:
+            click.echo(f"nexus: {exc}", err=True)
+        sys.exit(4)
     if as_json:
         click.echo(json.dumps(status, indent=2))
     else:

@@ -11,15 +11,19 @@ process exclude each other too; within one thread the lock is re-entrant.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 
 from nexus_core.config.folders import runtime_dir
+from nexus_core.errors import NexusError
 
+LOCK_TIMEOUT = float(os.environ.get("NEXUS_LOCK_TIMEOUT") or 30)  # seconds a lock is waited for
 _held = threading.local()  # per thread: lock path -> [descriptor, depth]
 
 
@@ -40,7 +44,7 @@ class locked:
         self.path.parent.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            flock_within(fd, fcntl.LOCK_EX, self.path)
         except BaseException:
             os.close(fd)
             raise
@@ -53,6 +57,24 @@ class locked:
         if entry[1] == 0:
             del held[self.path]
             os.close(entry[0])  # closing releases the lock
+
+
+def flock_within(fd: int, operation: int, path: os.PathLike[str] | str, timeout: float | None = None) -> None:
+    """``flock`` that gives up after ``timeout`` seconds (``NEXUS_LOCK_TIMEOUT``) with a clear error: a lock
+    held for ever (a stuck process) must fail the call that waits for it, not hang it."""
+    deadline = time.monotonic() + (LOCK_TIMEOUT if timeout is None else timeout)
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() >= deadline:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                raise NexusError(f"timed out waiting for the lock {path}: another process holds it") from None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def lock_path(target: str | os.PathLike[str]) -> Path:

@@ -61,6 +61,7 @@ from nexus_core.host.registrars import (
 )
 from nexus_core.host.schemas import compact
 
+PLUGIN_THREADS = int(os.environ.get("NEXUS_PLUGIN_THREADS") or 8)  # one plugin's calls at once, of anyio's 40
 log = logging.getLogger("nexus")
 
 SEARCH_PLUGIN = "tool_search"  # the built-in plugin of find_tools and call_tool (builtin/tool_search.py)
@@ -144,7 +145,8 @@ class NexusServer(MCPServer[Any]):
         if reason := self.host.unavailable(plugin):
             raise ToolError(reason)
         try:
-            return await MCPServer.call_tool(self, name, arguments, context)
+            async with self._limiter(plugin):  # a plugin's calls queue here, not in the threads all plugins share
+                return await MCPServer.call_tool(self, name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
                 schema = self.host.tools[name].sdk.parameters if self.host.tools[name].sdk else None
@@ -154,6 +156,14 @@ class NexusServer(MCPServer[Any]):
             if not str(exc).strip() or str(exc).rstrip().endswith(":"):  # a ToolError("") or one of an empty str()
                 raise ToolError(f"{name} failed: {crash_reason(exc.__cause__ or exc)}") from exc
             raise
+
+    def _limiter(self, plugin: str) -> anyio.CapacityLimiter:
+        """The calls of one plugin that may run at once (``PLUGIN_THREADS``): fewer than anyio's default worker
+        threads, so a plugin whose calls block (a lock another user holds, a slow disk) cannot starve the others."""
+        limiters: dict[str, anyio.CapacityLimiter] = self.__dict__.setdefault("limiters", {})
+        if plugin not in limiters:
+            limiters[plugin] = anyio.CapacityLimiter(PLUGIN_THREADS)
+        return limiters[plugin]
 
     async def _call_live(self, live: Published, arguments: dict[str, Any]) -> Any:
         if reason := self.host.unavailable(live.plugin):

@@ -38,6 +38,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
+from nexus_core.serve.limits import MAX_IN_FLIGHT, MAX_MESSAGE, WRITE_TIMEOUT, too_large
+
 log = logging.getLogger("nexus")
 
 REPLAY_ID = "nexus-relay-replay"
@@ -74,6 +76,9 @@ class ClientPipes:
         self._buffer = bytearray(self.pending_input)
         self._gone = False  # a write to the client failed
         self._readable: _Readable | None = None
+        self._skipping = 0  # bytes of an over-long line dropped so far (it is answered once its end comes)
+        self._scope: anyio.CancelScope | None = None
+        self.cut_reason: str | None = None  # why this server ended the session itself
 
     async def serve(self, lowlevel: Any, state: Any) -> None:
         """Serve until the client closes its input (then tell the relay ``bye``) or the relay goes away."""
@@ -85,6 +90,7 @@ class ClientPipes:
         options = {"lifespan_state": state, "init_options": lowlevel.create_initialization_options()}
         try:
             async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
                 if self.relay is not None:
                     tg.start_soon(self._watch_relay, tg.cancel_scope)
                 if await incoming.opens_modern():
@@ -93,7 +99,9 @@ class ClientPipes:
                     incoming.legacy = True
                     await serve_loop(lowlevel, incoming, outgoing, **options)
                 tg.cancel_scope.cancel()
-            if self.client_closed:
+            if self.cut_reason:
+                await self._note({"bye": True, "reason": self.cut_reason})
+            elif self.client_closed:
                 await self._note({"bye": True})
         finally:
             if self._readable is not None:
@@ -113,14 +121,24 @@ class ClientPipes:
                     return item
                 continue
             end = self._buffer.find(b"\n")
+            if end >= 0 and self._skipping:  # the end of a line over the limit: it gets its error now
+                size, self._skipping = self._skipping + end, 0
+                del self._buffer[: end + 1]
+                return MessageTooLarge(size)
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
                 if line.strip() and (item := await self._take(line)) is not None:
                     return item
                 continue
+            if len(self._buffer) > MAX_MESSAGE or self._skipping:  # never held whole: dropped as it comes
+                self._skipping += len(self._buffer)
+                self._buffer.clear()
             if self.client_closed:
                 raise anyio.EndOfStream
+            while len(self.in_flight) >= MAX_IN_FLIGHT and not self._gone:  # backpressure: read on as answers go
+                self.answered = anyio.Event()
+                await self.answered.wait()
             data = await self._read_some()
             if data:
                 self._buffer += data
@@ -180,8 +198,7 @@ class ClientPipes:
         if answer:
             self.in_flight.discard(orjson.dumps(message.id).decode())
             self._track()
-            if not self.in_flight:
-                self.answered.set()
+            self.answered.set()  # the drain waits for none left; backpressure, for fewer than the limit
 
     async def _write_all(self, data: bytes) -> bool:
         if not self.pollable[self.outfd]:
@@ -191,10 +208,21 @@ class ClientPipes:
             try:
                 view = view[os.write(self.outfd, view) :]
             except BlockingIOError:
-                await anyio.wait_writable(self.outfd)
+                with anyio.move_on_after(WRITE_TIMEOUT) as waited:
+                    await anyio.wait_writable(self.outfd)
+                if waited.cancelled_caught:
+                    self._cut(f"the client read none of its answers for {WRITE_TIMEOUT:g} s")
+                    return False
             except OSError:
                 return False  # the client is gone
         return True
+
+    def _cut(self, reason: str) -> None:
+        """End this session: a client that stops reading would otherwise hold its answers in memory forever."""
+        log.warning("a session was ended: %s", reason)
+        self.cut_reason = reason
+        if self._scope is not None:
+            self._scope.cancel()
 
     # -- the relay -------------------------------------------------------------------------
 
@@ -372,9 +400,19 @@ def _write_blocking(fd: int, data: bytes) -> bool:
     return True
 
 
+class MessageTooLarge(Exception):
+    """A client's line over ``MAX_MESSAGE`` bytes: dropped as it was read, answered with -32600."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(too_large(size))
+
+
 def error_for(exc: Exception) -> JSONRPCError:
     """The answer to a client's line that is not JSON-RPC: -32700 for a line that is not JSON; -32600 for JSON
     that is not a valid message, with its id when it has one."""
+    if isinstance(exc, MessageTooLarge):
+        log.warning("stdio: %s", exc)
+        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=str(exc)))
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     if not errors or any(e["type"] == "json_invalid" for e in errors):
         log.info("stdio: a line that is not JSON")

@@ -19,6 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from nexus_core.config.lookup import user_config_path
 from nexus_core.errors import ConfigError
 from nexus_core.host import sdk
+from nexus_core.serve.limits import LimitBody
 
 if TYPE_CHECKING:
     from nexus_core.config.model import NexusConfig
@@ -84,6 +85,7 @@ def http_app(host: Host, *, bind: str, port: int, token: str | None = None) -> A
     from nexus_core.console.app import mount
 
     mount(app, console_for(host))  # /console/: loopback only, behind its own login (see console.app)
+    app.add_middleware(LimitBody)  # a body over the message limit is refused before it is read whole
     return app
 
 

@@ -39,6 +39,7 @@ from nexus_core.config import folders, lookup
 from nexus_core.fs.modes import FILE, private_folder
 from nexus_core.host.hardening import make_undumpable
 from nexus_core.serve import rendezvous
+from nexus_core.serve.limits import SERVER_TIMEOUT
 from nexus_core.serve.options import ServeOptions
 
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
@@ -122,7 +123,12 @@ class Relay:
         )
         sock, _ = self.reach(hello)
         os.ftruncate(self.in_flight, 0)
-        socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
+        try:
+            socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
+        except TimeoutError:
+            sock.close()
+            raise RelayError(str(rendezvous.Wedged(self.key, SERVER_TIMEOUT))) from None
+        sock.settimeout(None)  # from here on the relay only waits for notes, however long the session lasts
         self.sock = sock
 
     def start_only(self) -> None:
@@ -132,12 +138,17 @@ class Relay:
 
     def reach(self, hello: dict[str, Any], expect: str = "welcome") -> tuple[socket.socket, dict[str, Any]]:
         """A connection greeted with ``hello`` (started when none listens) and the server's answer, which must be
-        ``expect``; a server that is dying (its socket still accepting) or stale is waited out."""
+        ``expect``; a server that is dying (its socket still accepting) or stale is waited out. Each wait on the
+        connection still ends after ``SERVER_TIMEOUT``: a caller that then waits as long as the server lives
+        sets no timeout."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             sock = self._dial() or self._start()
             try:
                 welcome = _greet(sock, hello)
+            except TimeoutError:  # accepted (the kernel's backlog) but never answered: stopped or stuck
+                sock.close()
+                raise RelayError(str(rendezvous.Wedged(self.key, SERVER_TIMEOUT))) from None
             except OSError:  # reset: it died between accepting and answering
                 welcome = {"nexus": "restart"}
             if welcome.get("nexus") == expect:
@@ -152,8 +163,12 @@ class Relay:
 
     def _dial(self) -> socket.socket | None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(SERVER_TIMEOUT)  # every wait on the server ends: a stopped one must not hang the client
         try:
             sock.connect(rendezvous.socket_address(self.files["socket"]))
+        except TimeoutError:  # its backlog is full: it accepts nothing
+            sock.close()
+            raise RelayError(str(rendezvous.Wedged(self.key, SERVER_TIMEOUT))) from None
         except OSError:
             sock.close()
             return None
@@ -229,6 +244,8 @@ class Relay:
                 if "replay" in note:
                     self.replay.append(note["replay"])
                 elif "bye" in note:
+                    if note.get("reason"):
+                        print(f"nexus: the shared server ended this session: {note['reason']}", file=sys.stderr)
                     self.sock.close()
                     return True
 

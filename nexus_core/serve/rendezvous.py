@@ -24,6 +24,7 @@ from typing import Any
 
 from nexus_core.access.peers import other_user
 from nexus_core.config.folders import runtime_dir, state_dir
+from nexus_core.serve.limits import SERVER_TIMEOUT
 
 
 def server_key(config: Path | None, server_args: Sequence[str]) -> str:
@@ -105,8 +106,38 @@ def hold_lifetime_lock(key: str) -> int | None:
     return fd
 
 
-def ask(key: str, request: str, timeout: float = 10.0) -> dict[str, Any] | None:
-    """Send a control line (``status``, ``stop``) to the server of ``key``; None when none listens."""
+class Wedged(Exception):
+    """The server of a key accepts connections but does not answer (stopped, or stuck): what to do about it."""
+
+    def __init__(self, key: str, timeout: float) -> None:
+        self.pid = lock_holder(key)
+        who = f"pid {self.pid}" if self.pid else "its pid is unknown"
+        kill = f"`kill {self.pid}` or " if self.pid else ""
+        super().__init__(
+            f"the shared server ({who}) is not answering within {timeout:g} s; {kill}`nexus server stop --force`"
+        )
+
+
+def lock_holder(key: str) -> int | None:
+    """The pid the server of ``key`` wrote into its lifetime lock file, if one holds it."""
+    path = server_files(key)["lock"]
+    try:
+        pid = int(path.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 and is_held(path) else None
+
+
+def ask(key: str, request: str, timeout: float = SERVER_TIMEOUT) -> dict[str, Any] | None:
+    """Send a control line (``status``, ``stop``) to the server of ``key``; None when none listens; ``Wedged``
+    when it does not answer within ``timeout``."""
+    try:
+        return _ask(key, request, timeout)
+    except TimeoutError:
+        raise Wedged(key, timeout) from None
+
+
+def _ask(key: str, request: str, timeout: float) -> dict[str, Any] | None:
     path = server_files(key)["socket"]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)

@@ -97,11 +97,18 @@ class SharedServer:
         path = self.files["socket"]
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a server that died: the lifetime lock proves no other owns it
-        old = os.umask(0o177)
+        # No umask change: it is process-wide, and plugin threads create their folders meanwhile. The socket is
+        # bound under a temporary name in the private run folder, made 0600, then renamed to where clients dial.
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        listener = await anyio.create_unix_listener(rendezvous.socket_address(temporary))
         try:
-            listener = await anyio.create_unix_listener(rendezvous.socket_address(path))
-        finally:
-            os.umask(old)
+            os.chmod(temporary, 0o600)
+            os.rename(temporary, path)
+        except BaseException:
+            await listener.aclose()
+            raise
         async with listener:
             yield listener
 

@@ -102,3 +102,9 @@ def test_recall_mcp(run_bench: Run) -> None:
 def test_tool_search(run_bench: Run) -> None:
     out = run_bench("tool_search.py", "--smoke")
     lines_like(out, r"^embedder: ", rf"^tune\s+\d+\s+{NUMBER}%\s+{NUMBER}%$", r"^one find_tools ranking over \d+ tools")
+
+
+def test_soak(run_bench: Run) -> None:
+    out = run_bench("soak.py", "--smoke")
+    lines_like(out, r"^acknowledged writes\s+\d+$", r"^stored writes\s+\d+$", r"^lost writes\s+0$")
+    lines_like(out, rf"^server RSS before\s+{NUMBER} MB$", rf"^server RSS after\s+{NUMBER} MB \([+-]{NUMBER} %\)$")

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import stdio_session, write_config
+from tests.conftest import server_env, stdio_session, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +88,29 @@ async def test_two_servers_editing_one_file_lose_nothing(tmp_path, repo):
     assert count(path) == (SLOTS, SLOTS)
     assert sum(line.endswith("done by a") for line in lines) == half
     assert sum(line.endswith("by b") and line.startswith("append-") for line in lines) == half
+
+
+async def test_two_servers_with_different_runtime_variables_lose_nothing(tmp_path, repo):
+    """Clients launch Nexus with whatever environment they have: one passes XDG_RUNTIME_DIR, another another one.
+    The locks must follow HOME alone, or the two servers would lock in two folders and lose changes."""
+    path = board(repo)
+    half = SLOTS // 2
+    runtimes = [tmp_path / "xdg-a", tmp_path / "xdg-b"]
+    for folder in runtimes:
+        folder.mkdir(mode=0o700)
+    env_a, env_b = (server_env(XDG_RUNTIME_DIR=str(folder)) for folder in runtimes)
+    async with (
+        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "a")), env=env_a) as a,
+        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "b")), env=env_b) as b,
+    ):
+        results: dict[str, list[str]] = {}
+
+        async def run(session, slots: range, tag: str) -> None:
+            results[tag] = await change(session, slots, tag)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, a, range(half), "a")
+            tg.start_soon(run, b, range(half, SLOTS), "b")
+    assert results == {"a": [], "b": []}
+    assert count(path) == (SLOTS, SLOTS)  # N + N edits and N + N appends: none lost
+    assert not any(any(folder.iterdir()) for folder in runtimes)  # neither kept its locks there

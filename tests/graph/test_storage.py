@@ -207,7 +207,7 @@ HOLDER = textwrap.dedent(
     """
     import fcntl, json, os, sys, time
     root = sys.argv[1]
-    fd = os.open(os.path.join(root, ".lock"), os.O_RDWR)
+    fd = os.open(sys.argv[2], os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX)
     print("locked", flush=True)
     time.sleep(0.5)
@@ -230,7 +230,8 @@ async def test_searches_of_a_settled_folder_see_appends_and_wait_for_a_writer(gr
         write_lines(graph_dir / "concepts" / "entities.jsonl", [record])
         assert (await call(client, "search_knowledge", query="zebra"))["hits"][0]["id"] == "zebra"
         assert (await call(client, "search_knowledge", query="okapi"))["hits"] == []
-        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(graph_dir)], stdout=subprocess.PIPE, text=True)
+        args = [sys.executable, "-c", HOLDER, str(graph_dir), str(storage.lock_file(graph_dir))]
+        holder = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         try:
             assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
             assert (await call(client, "search_knowledge", query="okapi"))["hits"][0]["id"] == "okapi"

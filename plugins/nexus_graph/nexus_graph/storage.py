@@ -4,7 +4,10 @@ Layout under the graph folder::
 
     <category>/entities.jsonl        one entity per line, one file per category folder
     relations/<YYYY>/<MM>.jsonl      one relation per line, by the month it was made
-    .lock                            the lock every writing process takes
+
+The lock every writing process takes lives in the user's private lock folder (``lock_file``), not here: a
+lock file in a folder others can read is one they can open and ``flock``, freezing every writer. It is
+waited for at most ``NEXUS_LOCK_TIMEOUT`` seconds, then the call fails with a clear error.
 
 Nothing is ever rewritten. An append is one ``os.write`` of complete lines
 with ``O_APPEND`` under an exclusive ``flock``; if the write comes up short
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nexus_core import private_folder
+from nexus_core import NexusError, flock_within, lock_path, private_folder
 from nexus_graph.records import GraphError
 
 ENTITY_FILE = "entities.jsonl"
@@ -50,6 +53,11 @@ def dumps(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def lock_file(root: Path) -> Path:
+    """The graph folder's lock file: in the user's private lock folder (``nexus_core.lock_path``)."""
+    return lock_path(root.resolve() / LOCK_FILE)
+
+
 @contextlib.contextmanager
 def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
     """Hold the graph folder's lock: exclusive for writers, shared for readers.
@@ -59,7 +67,10 @@ def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
     fd: int | None = None
     try:
         private_folder(root)
-        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        # In the user's private lock folder, not beside the graph: a lock file others can open, they can flock.
+        path = lock_file(root)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         if exclusive:
             raise GraphError(f"cannot lock the graph folder {root} for writing: {exc.strerror}") from None
@@ -67,11 +78,17 @@ def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
         yield True  # a folder we may not write to: read unlocked (a line mid-append then reads as truncated, briefly)
         return
     try:
+        operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         try:
-            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB))
+            if wait:
+                flock_within(fd, operation, root / LOCK_FILE)
+            else:
+                fcntl.flock(fd, operation | fcntl.LOCK_NB)
         except BlockingIOError:
             yield False
             return
+        except NexusError as exc:
+            raise GraphError(str(exc)) from None
         yield True
     finally:
         os.close(fd)  # closing the descriptor releases the lock
