@@ -967,6 +967,15 @@ MUTATIONS: list[Mutation] = [
     ),
     # -- issue 30: one owner of all state ------------------------------------------------------------------
     m(
+        "cli-imports-the-sdk",
+        CORE + "cli/config.py",
+        "from nexus_core.cli.options import flags\n",
+        "from nexus_core.access.denied import PermissionDenied  # noqa: F401\n"
+        "from nexus_core.cli.options import flags\n",
+        "tests/core/test_cli.py::test_commands_that_serve_nothing_import_no_sdk",
+        "commands that serve nothing (--help, server status) never import the SDK",
+    ),
+    m(
         "memory-export-opens-the-store-here",
         MEMORY + "transfer.py",
         "    if where.standalone:\n        store = _store_from_config(where.config)\n        with _clear_errors():\n"

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from nexus_core.access.denied import PermissionDenied
 from nexus_core.cli.options import flags
 from nexus_core.cli.output import fail
 from nexus_core.cli.plugins import built_host
@@ -45,6 +44,8 @@ def config_init(path: str | None, user: bool, force: bool) -> None:
 @flags(*CONFIG_FLAGS)
 def config_check(**values: Any) -> None:
     """Validate the config and print the effective permissions of every plugin."""
+    from nexus_core.access.denied import PermissionDenied  # the SDK's ToolError: imported when a host is built
+
     host = built_host(values)
     click.echo(f"config: {host.config.source}")
     click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")

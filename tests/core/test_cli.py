@@ -136,3 +136,16 @@ def test_set_and_libraries_are_toml_lines(tmp_path: Path) -> None:
     assert libraried.roots_for("manual") is None  # each library folder is the plugin's own root
     code, _, err = run("serve", "--libraries", "work")
     assert code == 2 and "NAME:PATH" in err
+
+
+@pytest.mark.parametrize("args", [["--help"], ["server", "status"], ["config", "--help"], ["install", "--help"]])
+def test_commands_that_serve_nothing_import_no_sdk(args: list[str], tmp_path: Path) -> None:
+    """What makes them answer in a tenth of a second: the SDK (~1 s to import) loads only where a host is built."""
+    code = (
+        "import sys\nfrom nexus_core.cli.main import cli\n"
+        f"try:\n    cli({args!r})\nexcept SystemExit:\n    pass\n"
+        "print('SDK imported' if 'mcp' in sys.modules else 'no SDK', file=sys.stderr)"
+    )
+    env = server_env(HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.stderr.strip().splitlines()[-1] == "no SDK", out.stderr
