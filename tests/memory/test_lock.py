@@ -48,7 +48,7 @@ async def test_a_second_process_is_told_which_pid_holds_the_store(tmp_path: Path
             assert pong["status"] == "ok" and f"process {pid}" in pong["store"]
 
             out = tmp_path / "out.jsonl"
-            export = CliRunner().invoke(memory_cli, ["--config", str(config), "export", str(out)])
+            export = CliRunner().invoke(memory_cli, ["--config", str(config), "--standalone", "export", str(out)])
             assert export.exit_code == 1 and f"in use by process {pid}" in export.output and not out.exists()
             assert holder_pid(data) == pid  # the refused ones changed nothing
 

@@ -35,6 +35,7 @@ async def test_read_only(memory_host) -> None:
             "get_memory_links",
             "explore_related",
             "analyze_knowledge",
+            "export_memories",
         }
         assert "write" in await fails(client, "store_memory", content="x", context_name="y")
         assert (await call(client, "get_stats"))["total_memories"] == 0
