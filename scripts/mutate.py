@@ -1007,6 +1007,15 @@ MUTATIONS: list[Mutation] = [
             "        except ZeroDivisionError:",
         ),
     ),
+    # -- issue 34: the designs ---------------------------------------------------------------------------
+    m(
+        "design-git-tool-unregistered",
+        FILES + "git.py",
+        '    (git, "Git (read-only)"),\n',
+        "",
+        "tests/files/test_git.py::test_the_design_git_tool_runs_a_read_only_command_as_the_git_tools_do",
+        "001's one read-only git tool: a command and its arguments, run as the git_* tools",
+    ),
 ]
 
 
