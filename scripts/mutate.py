@@ -1016,6 +1016,14 @@ MUTATIONS: list[Mutation] = [
         "tests/files/test_git.py::test_the_design_git_tool_runs_a_read_only_command_as_the_git_tools_do",
         "001's one read-only git tool: a command and its arguments, run as the git_* tools",
     ),
+    m(
+        "execute-does-not-include-python",
+        FILES + "__init__.py",
+        'includes=("python",),',
+        "",
+        "tests/files/test_execute.py::test_execute_grants_run_python_as_the_design_has_it_and_python_stays_a_finer_grant",
+        "001 puts run_python in execute: granting execute grants it, python alone stays a finer grant",
+    ),
 ]
 
 

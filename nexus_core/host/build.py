@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from nexus_core import __version__
 from nexus_core.access.audit import AuditLog
 from nexus_core.access.gate import Gate, Item, Sessions, refusal
-from nexus_core.access.grants import Category, Grants
+from nexus_core.access.grants import Category, Grants, with_included
 from nexus_core.access.sessions import current, like_process
 from nexus_core.config.model import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PluginError
@@ -308,7 +308,7 @@ class Host:
 
     def _granted(self, state: PluginState, table: PluginTable) -> frozenset[str]:
         if table.categories is None:
-            return frozenset(c.name for c in state.categories.values() if c.default)
+            return with_included((c.name for c in state.categories.values() if c.default), state.categories)
         unknown = [c for c in table.categories if c not in state.categories]
         if unknown:
             raise ConfigError(
@@ -316,7 +316,7 @@ class Host:
                 f"plugins.{state.name}.categories",
                 f"unknown category '{unknown[0]}' (plugin '{state.name}' declares: {', '.join(state.categories)})",
             )
-        return frozenset(table.categories)
+        return with_included(table.categories, state.categories)
 
     def _collect(self, state: PluginState) -> Registrations:
         ctx, categories = state.ctx, frozenset(state.categories)
