@@ -1024,6 +1024,30 @@ MUTATIONS: list[Mutation] = [
         "tests/files/test_execute.py::test_execute_grants_run_python_as_the_design_has_it_and_python_stays_a_finer_grant",
         "001 puts run_python in execute: granting execute grants it, python alone stays a finer grant",
     ),
+    m(
+        "read-file-numbers-with-a-tab",
+        FILES + "read.py",
+        'str(n).rjust(6) + "  " for n',
+        'str(n).rjust(6) + "\\t" for n',
+        "tests/files/test_design_api.py::test_read_file_takes_path_offset_limit_with_the_designed_defaults",
+        "001's read_file numbers lines as f'{n:6d}  {line}' (two spaces)",
+    ),
+    m(
+        "read-file-past-the-end-refused",
+        FILES + "read.py",
+        """note = f"offset {offset} is past the end: '{shown}' has {total} lines\"""",
+        'raise ToolError(f"offset {offset} is past the end")',
+        "tests/files/test_read.py::test_read_file_offset_is_zero_indexed_and_next_offset_reads_every_line_once",
+        "001's read_file: an offset past the end returns an empty result, not an error",
+    ),
+    m(
+        "max-file-size-ten-mib",
+        FILES + "config.py",
+        "max_file_size: int = Field(50 * MiB,",
+        "max_file_size: int = Field(10 * MiB,",
+        "tests/files/test_read.py::test_refuses_large_and_binary_files",
+        "001's max_file_size defaults to 50 MB",
+    ),
 ]
 
 

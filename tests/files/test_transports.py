@@ -90,4 +90,4 @@ async def test_explain_file_cut_names_the_read_file_offset_of_the_rest(files_cli
         shown = [line for line in text.splitlines() if line.startswith("line ") and len(line) == 59]
         rest = await client.call_tool("read_file", {"path": "long.txt", "offset": offset, "limit": 1})
     assert offset == len(shown) == 16  # 16 whole lines fit in 1000 bytes
-    assert rest.structured_content["content"] == f"    17\tline 016 {'y' * 50}\n"
+    assert rest.structured_content["content"] == f"    17  line 016 {'y' * 50}\n"
