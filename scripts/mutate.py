@@ -1048,6 +1048,22 @@ MUTATIONS: list[Mutation] = [
         "tests/files/test_read.py::test_refuses_large_and_binary_files",
         "001's max_file_size defaults to 50 MB",
     ),
+    m(
+        "merge-appends-duplicate-sections",
+        MANUAL + "entities.py",
+        "        if len(same) == 1 and not any(t is same[0] for _, t in moves):",
+        "        if False:",
+        "tests/manual/test_graph.py::test_merge_joins_sections_of_one_heading_so_the_section_tools_still_find_one",
+        "merge_entities joins a source's section into the target's one section of that heading",
+    ),
+    m(
+        "list-item-appended-loose",
+        MANUAL + "sections.py",
+        'lead = "\\n" if same_list else "\\n\\n" if start else ""',
+        'lead = "\\n\\n" if start else ""',
+        "tests/manual/test_manual.py::test_add_manual_section_creates_the_file_and_section_then_appends",
+        "add_manual_section keeps a tight list tight: no blank line before an added item",
+    ),
 ]
 
 
