@@ -1064,6 +1064,14 @@ MUTATIONS: list[Mutation] = [
         "tests/manual/test_manual.py::test_add_manual_section_creates_the_file_and_section_then_appends",
         "add_manual_section keeps a tight list tight: no blank line before an added item",
     ),
+    m(
+        "unknown-tool-not-audited",
+        CORE + "host/build.py",
+        "        self.host.gate.record_unknown(name, arguments)",
+        "        pass",
+        HOST_T + "test_a_call_to_an_unknown_tool_is_audited_as_unknown",
+        "a call to a tool no plugin serves is in the audit log, as unknown",
+    ),
 ]
 
 

@@ -134,6 +134,7 @@ class NexusServer(MCPServer[Any]):
         if live is not None:
             call = functools.partial(self._call_live, live, arguments)
             return await self.host.gate.run(live.gate_item, arguments, call)
+        self.host.gate.record_unknown(name, arguments)  # a call that reached no tool is still one to audit
         return await super().call_tool(name, arguments, context)  # the SDK's "Unknown tool"
 
     async def _call_native(self, plugin: str, name: str, arguments: dict[str, Any], context: Any) -> Any:
