@@ -733,7 +733,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "bridge-never-gives-up",
         BRIDGE,
-        "if self.failures > self.table.retries or unfixable:",
+        "if self.failures >= self.table.retries or unfixable:",
         "if unfixable:",
         BT + "test_after_giving_up_its_tools_are_withdrawn_and_a_call_says_why",
         "after retries failed attempts the bridge gives up and withdraws the tools",
@@ -1071,6 +1071,22 @@ MUTATIONS: list[Mutation] = [
         "        pass",
         HOST_T + "test_a_call_to_an_unknown_tool_is_audited_as_unknown",
         "a call to a tool no plugin serves is in the audit log, as unknown",
+    ),
+    m(
+        "bridge-no-reconnect-within-the-call",
+        BRIDGE,
+        "            again = await self._reconnected(client)",
+        "            again = None",
+        BT + "test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call",
+        "the first call after a stdio upstream crashed reconnects within the call (once)",
+    ),
+    m(
+        "bridge-one-retry-too-many",
+        BRIDGE,
+        "if self.failures >= self.table.retries or unfixable:",
+        "if self.failures > self.table.retries or unfixable:",
+        BT + "test_retries_is_the_number_of_failed_attempts_before_giving_up",
+        "retries = N gives up after N failed attempts, as the README says",
     ),
 ]
 
