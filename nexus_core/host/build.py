@@ -304,8 +304,9 @@ class Host:
             plugin=name,
         )
         state.ctx = PluginContext(
-            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}"), runtime=self
-        )
+            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}"), runtime=self,
+            data_dir_configured=table.data_dir is not None,
+        )  # fmt: skip
 
     def _granted(self, state: PluginState, table: PluginTable) -> frozenset[str]:
         if table.categories is None:
