@@ -1136,6 +1136,22 @@ MUTATIONS: list[Mutation] = [
         "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins",
         "002: EXOCORTEX_LOG_LEVEL is honoured",
     ),
+    m(
+        "tool-file-own-category-not-declared",
+        CORE + "builtin/tool_folder.py",
+        "        return [*CATEGORIES, *own]",
+        "        return CATEGORIES",
+        "tests/core/test_tool_files.py::test_the_designs_own_tool_category_is_granted_like_any_other",
+        "003's tool file category 'basic' works as written once granted",
+    ),
+    m(
+        "tool-file-own-category-refused-without-the-grant",
+        CORE + "builtin/tool_files.py",
+        "    if category not in categories:\n        refusal = (",
+        "    if False:\n        refusal = (",
+        "tests/core/test_tool_files.py::test_the_designs_own_tool_category_is_granted_like_any_other",
+        "a tool file's own category, until granted, is refused naming the grant",
+    ),
 ]
 
 

@@ -569,7 +569,7 @@ class Host:
         name = self.config.table(state.name).public_name(own)
         assert state.grants is not None
         if tool.category not in state.categories:
-            refusal = f"tool '{name}' has undeclared category '{tool.category}'"
+            refusal = tool.refusal or f"tool '{name}' has undeclared category '{tool.category}'"
         else:
             refusal = tool.refusal or state.grants.refusal({own, name}, tool.category)
         meta = {**(tool.definition.meta or {}), "nexus/plugin": state.name, "nexus/category": tool.category}
