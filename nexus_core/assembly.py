@@ -47,7 +47,8 @@ def _tool_folder(config: NexusConfig) -> Any:
     """The built-in plugin ``tools``, imported only when it is enabled (a disabled plugin costs nothing)."""
     from nexus_core.builtin.tool_folder import ToolFolderPlugin
 
-    return ToolFolderPlugin([config.resolve_path(folder) for folder in config.server.tool_dirs])
+    folders = [config.resolve_path(folder) for folder in config.server.tool_dirs]
+    return ToolFolderPlugin(folders, config.table("tools").categories)
 
 
 def _tool_search(config: NexusConfig) -> Any:

@@ -108,6 +108,20 @@ class Gate:
                 session=session.id,
             )
 
+    def record_unknown(self, name: str, arguments: dict[str, Any] | None) -> None:
+        """Audit a call to a tool no plugin serves: probing for names is worth seeing in the log."""
+        session = current()
+        self.audit.record(
+            plugin="",
+            tool=name,
+            outcome="unknown",
+            duration_ms=0.0,
+            arguments=arguments,
+            error=f"unknown tool '{name}'",
+            client=session.client,
+            session=session.id,
+        )
+
     def guard_resource(self, item: Item, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` (a resource or template function) behind the gate; its signature is kept for the SDK."""
 

@@ -17,11 +17,14 @@ class Category:
 
     ``default`` says whether it is granted when the TOML does not list the
     plugin's ``categories``. Keep anything that writes or executes off by default.
+    ``includes`` names categories that granting this one grants too (a design's broad
+    category over a finer one that stays grantable on its own).
     """
 
     name: str
     description: str
     default: bool = False
+    includes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,3 +50,15 @@ class Grants:
         if not self.deny_tools.isdisjoint(names):
             return f"permission denied: tool '{names[-1]}' is listed in deny_tools of {table}"
         return None
+
+
+def with_included(granted: Iterable[str], declared: dict[str, Category]) -> frozenset[str]:
+    """``granted`` and every category they include, transitively."""
+    result: set[str] = set()
+    todo = list(granted)
+    while todo:
+        name = todo.pop()
+        if name not in result:
+            result.add(name)
+            todo += declared[name].includes if name in declared else ()
+    return frozenset(result)

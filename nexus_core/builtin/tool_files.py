@@ -41,6 +41,7 @@ from nexus_core.host.argument_errors import argument_error
 from nexus_core.host.live_items import LiveTool
 
 DEFAULT_CATEGORY = "custom"
+CATEGORY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 KEYS = (
     *("name", "description", "title", "category", "parameters", "execute"),
     *("read_only", "destructive", "idempotent", "open_world"),
@@ -164,8 +165,15 @@ def _live_tool(
     if not isinstance(name, str) or not NAME.match(name):
         raise ToolFileError(f"tool name {name!r} must start with a letter (letters, digits, _ . - after; at most 64)")
     category = spec.get("category") or DEFAULT_CATEGORY
+    if not isinstance(category, str) or not CATEGORY_NAME.match(category):
+        raise ToolFileError(f"tool '{name}': category {category!r} must be a name (letters, digits, _ and -)")
+    # A category of the file's own (003's 'basic') is granted like any other: until it is, the tool is refused.
+    refusal = None
     if category not in categories:
-        raise ToolFileError(f"tool '{name}': category {category!r} is not one of {', '.join(categories)}")
+        refusal = (
+            f"permission denied: tool '{name}' needs the '{category}' category of plugin 'tools', which is not "
+            f'granted; add "{category}" to categories in [plugins.tools]'
+        )
     description = inspect.cleandoc(spec.get("description") or "") or inspect.getdoc(execute) or ""
     hints = _annotations(spec)
     meta = {"nexus/file": str(file)}
@@ -192,7 +200,7 @@ def _live_tool(
         )
         call = functools.partial(_call_typed, sdk)
     definition = definition.model_copy(update={"meta": meta})
-    return LiveTool(definition, functools.partial(call, context=context), category)
+    return LiveTool(definition, functools.partial(call, context=context), category, refusal)
 
 
 def _if(wanted: bool) -> str | None:

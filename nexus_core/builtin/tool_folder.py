@@ -80,8 +80,9 @@ class ToolFile:
 class ToolFolder:
     """The files of the tool folders, kept in step with what the plugin publishes."""
 
-    def __init__(self, ctx: PluginContext, folders: list[Path]) -> None:
+    def __init__(self, ctx: PluginContext, folders: list[Path], categories: list[str] | None = None) -> None:
         self.ctx, self.folders = ctx, _distinct(folders)
+        self.categories = categories or CATEGORY_NAMES  # the declared ones; a tool of another is refused
         self.files: dict[str, ToolFile] = {}
         self.loaded = anyio.Event()  # set once every file has been read the first time
 
@@ -131,7 +132,7 @@ class ToolFolder:
                 load_tool_file,
                 record.path,
                 record.module_name,
-                CATEGORY_NAMES,
+                self.categories,
                 functools.partial(self._context, record.path),
             )
             with anyio.fail_after(LOAD_TIMEOUT):  # a file that never finishes must not hold up the others, or shutdown
@@ -242,12 +243,15 @@ class ToolFolderPlugin:
 
     __version__ = _version()
 
-    def __init__(self, folders: list[Path]) -> None:
+    def __init__(self, folders: list[Path], granted: list[str] | None = None) -> None:
         self.folders = folders
+        # Categories tool files name for themselves (003's 'basic'), declared once the config grants them.
+        self.own = [c for c in dict.fromkeys(granted or []) if c not in CATEGORY_NAMES]
 
     @hookimpl
     def nexus_permission_categories(self) -> list[Category]:
-        return CATEGORIES
+        own = [Category(name=c, description=f'Tools whose file says category = "{c}".') for c in self.own]
+        return [*CATEGORIES, *own]
 
     @hookimpl
     def nexus_config_model(self) -> type[PluginConfig]:
@@ -255,7 +259,7 @@ class ToolFolderPlugin:
 
     @hookimpl
     async def nexus_startup(self, ctx: PluginContext) -> None:
-        folder = ctx.state["folder"] = ToolFolder(ctx, self.folders)
+        folder = ctx.state["folder"] = ToolFolder(ctx, self.folders, [*CATEGORY_NAMES, *self.own])
         ctx.start_background(folder.watch, name="watch")
         ctx.delay_listing(folder.loaded, at_most=STARTUP_WAIT)
 

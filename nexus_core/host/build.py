@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from nexus_core import __version__
 from nexus_core.access.audit import AuditLog
 from nexus_core.access.gate import Gate, Item, Sessions, refusal
-from nexus_core.access.grants import Category, Grants
+from nexus_core.access.grants import Category, Grants, with_included
 from nexus_core.access.sessions import Session, current, like_process
 from nexus_core.config.model import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PluginError
@@ -139,6 +139,7 @@ class NexusServer(MCPServer[Any]):
         if live is not None:
             call = functools.partial(self._call_live, live, arguments)
             return await self.host.gate.run(live.gate_item, arguments, call)
+        self.host.gate.record_unknown(name, arguments)  # a call that reached no tool is still one to audit
         return await super().call_tool(name, arguments, context)  # the SDK's "Unknown tool"
 
     async def _call_native(self, plugin: str, name: str, arguments: dict[str, Any], context: Any) -> Any:
@@ -335,18 +336,19 @@ class Host:
             plugin=name,
         )
         state.ctx = PluginContext(
-            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}"), runtime=self
-        )
+            name, config, paths, self.config.data_dir_for(name), logging.getLogger(f"nexus.{name}"), runtime=self,
+            data_dir_configured=table.data_dir is not None,
+        )  # fmt: skip
 
     def _granted(self, state: PluginState, table: PluginTable) -> frozenset[str]:
         if table.categories is None:
-            return frozenset(c.name for c in state.categories.values() if c.default)
+            return with_included((c.name for c in state.categories.values() if c.default), state.categories)
         unknown = [c for c in table.categories if c not in state.categories]
         if unknown:
             key = f"plugins.{state.name}.categories"
             problems = [(key, _unknown_category(c, state)) for c in unknown]
             raise ConfigError(self.config.source, *problems[0], more=problems[1:])
-        return frozenset(table.categories)
+        return with_included(table.categories, state.categories)
 
     def _collect(self, state: PluginState) -> Registrations:
         ctx, categories = state.ctx, frozenset(state.categories)
@@ -612,7 +614,7 @@ class Host:
         name = self.config.table(state.name).public_name(own)
         assert state.grants is not None
         if tool.category not in state.categories:
-            refusal = f"tool '{name}' has undeclared category '{tool.category}'"
+            refusal = tool.refusal or f"tool '{name}' has undeclared category '{tool.category}'"
         else:
             refusal = tool.refusal or state.grants.refusal({own, name}, tool.category)
         meta = {**(tool.definition.meta or {}), "nexus/plugin": state.name, "nexus/category": tool.category}

@@ -64,6 +64,7 @@ class PluginContext:
     log: logging.Logger
     state: dict[str, Any] = field(default_factory=dict)
     runtime: Runtime | None = field(default=None, repr=False)
+    data_dir_configured: bool = False  # the config names this plugin's data_dir: it wins over a plugin's own default
 
     @cached_property
     def data_dir(self) -> Path:

@@ -265,6 +265,33 @@ async def test_an_upstream_that_crashes_mid_call_gives_a_clear_error_and_comes_b
         assert await client.text("up_echo", {"text": "still here"}) == "still here"
 
 
+async def test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call(tmp_path: Path) -> None:
+    """No call fails because the upstream died between calls: the call that finds it gone reconnects, once."""
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(backoff=0.2))
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_counter")
+        for _ in range(2):  # a young connection too: the call waits out the backoff
+            old = int((await client.text("up_counter")).split(" in ")[1])
+            _kill(old)
+            result = await client.call_tool("up_counter", {})
+            assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+            count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]
+            assert count == "1" and int(pid) != old
+
+
+async def test_retries_is_the_number_of_failed_attempts_before_giving_up(tmp_path: Path) -> None:
+    """As documented: `retries = 2` gives up after 2 failed attempts (connections that die young), not 3."""
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(retries=2, backoff=0.05))
+    async with nexus(config) as client:
+        await client.wait_for_tool("up_crash")
+        with anyio.fail_after(20):
+            while "up_echo" in await client.tool_names():
+                await client.call_tool("up_crash", {})
+                await anyio.sleep(0.05)
+        result = await client.call_tool("up_echo", {"text": "x"})
+        assert "is unavailable: gave up after 2 failed attempts" in result.content[0].text  # type: ignore[union-attr]
+
+
 async def test_pings_keep_a_healthy_connection(tmp_path: Path) -> None:
     config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(ping_interval=0.1))
     async with nexus(config) as client:

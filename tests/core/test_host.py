@@ -118,6 +118,16 @@ async def test_every_call_is_audited_without_arguments_by_default(make_host, dat
     assert "no" in records[1]["error"] and "danger" in records[2]["error"]
 
 
+async def test_a_call_to_an_unknown_tool_is_audited_as_unknown(make_host, data_dir: Path) -> None:
+    host = make_host({"calc": Calculator()})
+    async with Client(host.server) as client:
+        result = await client.call_tool("nope", {"a": 1})
+    assert result.is_error and "nope" in result.content[0].text  # type: ignore[union-attr]
+    records = audit_lines(data_dir)
+    assert [(r["tool"], r["outcome"], r["plugin"]) for r in records] == [("nope", "unknown", "")]
+    assert records[0]["error"] == "unknown tool 'nope'" and records[0]["client"]
+
+
 async def test_audit_includes_arguments_when_configured(make_host, data_dir: Path) -> None:
     host = make_host({"calc": Calculator()}, {"server": {"audit": {"include_arguments": True}}})
     async with Client(host.server) as client:

@@ -93,7 +93,8 @@ async def test_published_tools_are_listed_called_and_audited(make_host: Callable
         assert gone.is_error and "Unknown tool" in gone.content[0].text  # type: ignore[union-attr]
 
     records = [json.loads(line) for line in (data_dir / "audit.jsonl").read_text().splitlines()]
-    assert [(r["tool"], r["outcome"]) for r in records] == [("r_lookup", "ok"), ("r_secret", "denied")]
+    expected = [("r_lookup", "ok"), ("r_secret", "denied"), ("r_erase", "unknown")]  # withdrawn: unknown now
+    assert [(r["tool"], r["outcome"]) for r in records] == expected
 
 
 async def test_ungranted_categories_refuse_live_tools(make_host: Callable[..., Host]) -> None:

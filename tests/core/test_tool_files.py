@@ -139,6 +139,44 @@ async def test_typed_tools_take_their_schema_from_the_signature(serve: Any, fold
         assert text(await client.call_tool("where_am_i", {})).startswith("PathPolicy(")
 
 
+DESIGN_GET_TIME = """
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+name = "get_time"
+description = "获取当前时间"
+category = "basic"
+parameters = {
+    "type": "object",
+    "properties": {"timezone": {"type": "string", "description": "时区，如 Asia/Shanghai"}},
+    "required": [],
+}
+
+
+async def execute(args, context):
+    tz = args.get("timezone") or "Asia/Shanghai"
+    return datetime.now(ZoneInfo(tz)).strftime("%Z")
+"""
+
+
+async def test_the_designs_own_tool_category_is_granted_like_any_other(
+    make_host: Callable[..., Host], folder: Path
+) -> None:
+    """003's get_time says category 'basic': refused, naming the grant, until `categories` lists it."""
+    write(folder, "get_time.py", DESIGN_GET_TIME)
+    for granted in (None, ["custom", "basic"]):
+        table: dict[str, Any] = {"poll_interval": 0.05, **({"categories": granted} if granted else {})}
+        host = make_host({"tools": ToolFolderPlugin([folder], granted)}, {"plugins": {"tools": table}})
+        async with Client(host.server) as client:
+            listed = await tools_of(client)  # waits for the folder's first load
+            result = await client.call_tool("get_time", {})
+            if granted is None:
+                assert "get_time" not in listed
+                assert result.is_error and 'add "basic" to categories in [plugins.tools]' in text(result)
+            else:
+                assert "get_time" in listed and text(result) == "CST"
+
+
 async def test_the_documented_examples_work(serve: Any, folder: Path, tmp_path: Path) -> None:
     for example in EXAMPLES.glob("*.py"):
         shutil.copy(example, folder)
@@ -233,8 +271,8 @@ async def test_a_crash_in_a_tool_is_logged_and_the_model_sees_only_that_it_faile
         ("def f(): pass\nTOOLS = [f, f]\n", "defines tool 'f' twice"),
         ("def f(): pass\nTOOLS = [{'execute': f, 'name': 'no spaces'}]\n", "tool name 'no spaces' must start with"),
         (
-            "def f(): pass\nTOOLS = [{'execute': f, 'category': 'basic'}]\n",
-            "tool 'f': category 'basic' is not one of custom",
+            "def f(): pass\nTOOLS = [{'execute': f, 'category': 'two words'}]\n",
+            "tool 'f': category 'two words' must be a name",
         ),
         (
             "def execute(a): pass\nparameters = {'type': 'array'}\n",

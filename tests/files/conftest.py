@@ -58,7 +58,7 @@ def repo(tmp_path: Path, outside: Path) -> Path:
     (root / "debug.log").write_text("helper log line\n")
     (root / "image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00helper\x00" * 10)
     with open(root / "big.dat", "wb") as f:
-        f.truncate(50 * 1024 * 1024)  # sparse: 50 MB on paper, instant to create
+        f.truncate(60 * 1024 * 1024)  # sparse: 60 MB on paper (over the 50 MB max_file_size), instant to create
     (root / "escape").symlink_to(outside / "secret.txt")
     (root / "escape_dir").symlink_to(outside)
     (root / "link_to_readme").symlink_to(root / "README.md")

@@ -50,7 +50,7 @@ async def test_read_file_takes_path_offset_limit_with_the_designed_defaults(file
     }
     assert {k: type(v) for k, v in result.items()} == types
     assert set(listed.output_schema["properties"]) == set(types)
-    assert result["content"] == "     1\t# Demo\n     2\t\n     3\tA demo project.\n"
+    assert result["content"] == "     1  # Demo\n     2  \n     3  A demo project.\n"
 
 
 async def test_bash_safe_is_run_command_under_the_designed_name(files_client):

@@ -80,10 +80,16 @@ async def test_output_is_capped(files_client):
         assert result["truncated"] and len(result["stdout"]) == 1000 and result["exit_code"] == 0
 
 
-async def test_run_python_is_its_own_category(files_client):
+async def test_execute_grants_run_python_as_the_design_has_it_and_python_stays_a_finer_grant(files_client):
+    """001 puts bash_safe and run_python in execute; ``python`` alone still grants run_python only."""
     async with files_client(categories=EXEC) as client:
-        assert "run_python" not in {t.name for t in (await client.list_tools()).tools}
-        assert "'python' category" in await fail(client, "run_python", code="print(1)")
+        assert {"bash_safe", "run_command", "run_python"} <= {t.name for t in (await client.list_tools()).tools}
+        assert (await call(client, "run_python", code="print(6 * 7)"))["stdout"] == "42\n"
+    async with files_client(categories=["read", "python"]) as client:
+        assert (await call(client, "run_python", code="print(1)"))["exit_code"] == 0
+        assert "'execute' category" in await fail(client, "bash_safe", command="ls")
+    async with files_client(categories=EXEC, deny_tools=["run_python"]) as client:
+        assert "deny_tools" in await fail(client, "run_python", code="print(1)")
 
 
 async def test_run_python(files_client, repo, monkeypatch):

@@ -111,3 +111,27 @@ async def test_repository_config_cannot_run_programs(files_client, repo, tmp_pat
         await call(client, "git_show", revision="HEAD")
         await call(client, "git_blame", path="src/pkg/util.py")
     assert not marker.exists()
+
+
+async def test_the_design_git_tool_runs_a_read_only_command_as_the_git_tools_do(files_client, repo):
+    """001's one read-only ``git`` skill: a command and its arguments, under the git_* tools' refusals."""
+    (repo / "README.md").write_text("# Changed\n")
+    async with files_client() as client:
+        assert (await call(client, "git", command="status"))["branch"] == "main"
+        log = await call(client, "git", command="log", args=["-n", "1"])
+        assert [c["subject"] for c in log["commits"]] == ["Print the cwd"]
+        assert [c["subject"] for c in (await call(client, "git", command="log", args=["--", "docs"]))["commits"]] == [
+            "Initial commit"
+        ]
+        between = await call(client, "git", command="diff", args=["HEAD~1", "HEAD"])
+        assert between["files"] == [{"path": "src/app.py", "added": 1, "deleted": 0}]
+        assert "+# Changed" in (await call(client, "git", command="diff"))["diff"]
+        assert (await call(client, "git", command="show", args=["HEAD~1"]))["commit"]["subject"] == "Initial commit"
+        assert (await call(client, "git", command="blame", args=["-L", "1,1", "src/app.py"]))["lines"][0]["line"] == 1
+        assert [b["name"] for b in (await call(client, "git", command="branch"))["branches"]] == ["feature", "main"]
+        assert "not one of the read-only commands" in await fail(client, "git", command="commit", args=["-m", "x"])
+        assert "not one the read-only git tool accepts" in await fail(
+            client, "git", command="log", args=["--output=/tmp/x"]
+        )
+        assert "starts with '-'" in await fail(client, "git", command="status", repo="--git-dir=/tmp")
+        assert "not a plain revision" in await fail(client, "git", command="show", args=["HEAD:README.md"])

@@ -517,7 +517,7 @@ def random_step(repo: Path, rng: random.Random) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_random_changes_equal_git(files_client, repo, answered, monkeypatch, seed):
     rng = random.Random(seed)
-    (repo / "big.dat").unlink()  # 50 MB of zeros: nothing to learn from hashing it at every step
+    (repo / "big.dat").unlink()  # 60 MB of zeros: nothing to learn from hashing it at every step
     real = git_module.library_status
     async with files_client() as client:
         for step in range(15):

@@ -14,10 +14,10 @@ pytestmark = pytest.mark.anyio
 async def test_read_file_numbers_lines_and_pages(files_client, repo):
     async with files_client() as client:
         whole = await call(client, "read_file", path="src/app.py")
-        assert whole["content"].splitlines()[4] == '     5\t    print("Hello, world")'
+        assert whole["content"].splitlines()[4] == '     5      print("Hello, world")'
         assert whole["total_lines"] == 7 and not whole["truncated"]
         part = await call(client, "read_file", path=str(repo / "src" / "app.py"), offset=2, limit=3)
-        assert [line.split("\t")[0].strip() for line in part["content"].splitlines()] == ["3", "4", "5"]
+        assert [line[:6].strip() for line in part["content"].splitlines()] == ["3", "4", "5"]
         assert (part["start_line"], part["end_line"]) == (3, 5)
         assert part["truncated"] and part["next_offset"] == 5 and "offset=5" in part["note"]
 
@@ -26,18 +26,20 @@ async def test_read_file_offset_is_zero_indexed_and_next_offset_reads_every_line
     (repo / "ten.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     async with files_client() as client:
         first = await call(client, "read_file", path="ten.txt", offset=0, limit=1)
-        assert first["content"] == "     1\tline 1\n" and first["next_offset"] == 1
+        assert first["content"] == "     1  line 1\n" and first["next_offset"] == 1
         seen, offset = [], 0
         while offset is not None:
             page = await call(client, "read_file", path="ten.txt", offset=offset, limit=3)
-            seen += [line.split("\t")[1] for line in page["content"].splitlines()]
+            seen += [line[8:] for line in page["content"].splitlines()]
             offset = page["next_offset"]
         assert seen == [f"line {i}" for i in range(1, 11)]
         assert (await call(client, "read_file", path="ten.txt", limit=0))["end_line"] == 10  # 0: no line limit
         last = await call(client, "read_file", path="ten.txt", offset=9)
-        assert last["content"] == "    10\tline 10\n" and last["next_offset"] is None
-        past = await fail(client, "read_file", path="ten.txt", offset=10)
-        assert "offset 10 is past the end of 'ten.txt', which has 10 lines" in past
+        assert last["content"] == "    10  line 10\n" and last["next_offset"] is None
+        for beyond in (10, 11, 1000):  # the design: an offset past the end reads nothing, no error
+            past = await call(client, "read_file", path="ten.txt", offset=beyond)
+            assert past["content"] == "" and past["total_lines"] == 10 and past["next_offset"] is None
+            assert past["note"] == f"offset {beyond} is past the end: 'ten.txt' has 10 lines"
         assert "offset" in await fail(client, "read_file", path="ten.txt", offset=-1)
         (repo / "empty.txt").write_text("")
         empty = (await client.call_tool("read_file", {"path": "empty.txt"})).structured_content
@@ -53,7 +55,7 @@ async def test_read_file_byte_cap_says_where_to_continue(files_client, repo):
         assert result["next_offset"] == result["end_line"] and "1000 bytes" in result["note"]
         assert f"offset={result['end_line']}" in result["note"]
         more = await call(client, "read_file", path="long.txt", offset=result["next_offset"])
-        assert more["content"].startswith(f"{result['end_line'] + 1:>6}\tline {result['end_line']:05d} ")
+        assert more["content"].startswith(f"{result['end_line'] + 1:>6}  line {result['end_line']:05d} ")
 
 
 async def test_read_many_files_reports_each_file(files_client):
@@ -70,7 +72,7 @@ async def test_tail_shows_the_end(files_client, repo):
     (repo / "log.txt").write_text("".join(f"entry {i}\n" for i in range(1, 101)))
     async with files_client() as client:
         result = await call(client, "tail", path="log.txt", lines=3)
-        assert result["content"].splitlines() == ["    98\tentry 98", "    99\tentry 99", "   100\tentry 100"]
+        assert result["content"].splitlines() == ["    98  entry 98", "    99  entry 99", "   100  entry 100"]
         assert result["start_line"] == 98 and result["total_lines"] == 100
 
 
@@ -82,7 +84,7 @@ async def test_tail_cut_by_the_byte_cap_names_the_read_file_offset_of_what_it_le
         offset, limit = (int(v) for v in re.search(r"offset=(\d+) limit=(\d+)", result["note"]).groups())
         assert offset == 80 and limit == result["start_line"] - 81
         omitted = await call(client, "read_file", path="log.txt", offset=offset, limit=limit)
-        assert omitted["start_line"] == 81 and omitted["content"].startswith("    81\tentry 081 ")
+        assert omitted["start_line"] == 81 and omitted["content"].startswith("    81  entry 081 ")
 
 
 async def test_file_info_text_binary_folder_and_symlink(files_client, repo):
@@ -93,7 +95,7 @@ async def test_file_info_text_binary_folder_and_symlink(files_client, repo):
         binary = await call(client, "file_info", path="image.bin")
         assert binary["is_text"] is False and binary["line_count"] is None
         big = await call(client, "file_info", path="big.dat")
-        assert big["size"] == 50 * 1024 * 1024
+        assert big["size"] == 60 * 1024 * 1024
         folder = await call(client, "file_info", path="src")
         assert folder["type"] == "directory"
         link = await call(client, "file_info", path="link_to_readme")
@@ -151,7 +153,7 @@ async def test_refuses_deny_listed_paths(files_client):
 async def test_refuses_large_and_binary_files(files_client):
     async with files_client() as client:
         message = await fail(client, "read_file", path="big.dat")
-        assert "52428800 bytes" in message and "max_file_size" in message and "10485760" in message
+        assert "62914560 bytes" in message and "max_file_size" in message and "52428800" in message
         assert "binary" in await fail(client, "read_file", path="image.bin")
         assert "is a directory" in await fail(client, "read_file", path="src")
         assert "does not exist" in await fail(client, "read_file", path="nope.txt")

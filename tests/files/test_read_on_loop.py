@@ -68,7 +68,7 @@ async def test_symlinks_large_and_hard_linked_files_are_read_in_a_worker_thread(
         large = await call(client, "read_file", path="large.txt", limit=5)
         twin = await call(client, "read_file", path="guide_twin.md")
         escape = await fail(client, "read_file", path="escape")
-    assert linked["content"] == "     1\t# Demo\n     2\t\n     3\tA demo project.\n"
+    assert linked["content"] == "     1  # Demo\n     2  \n     3  A demo project.\n"
     assert opened("README.md") == [False]  # the symlink is resolved in the thread, which opens its target
     assert large["total_lines"] == 3000 and opened("large.txt") == [True, False]  # opened, sized, handed over
     assert twin["total_lines"] == 1 and opened("guide_twin.md") == [True, False]

@@ -211,6 +211,6 @@ async def test_ordinary_hard_links_are_still_read(files_client, repo):
     (repo / "a.txt").write_text("shared words\n")
     os.link(repo / "a.txt", repo / "b.txt")
     async with files_client() as client:
-        assert (await call(client, "read_file", path="b.txt"))["content"] == "     1\tshared words\n"
+        assert (await call(client, "read_file", path="b.txt"))["content"] == "     1  shared words\n"
         grep = await call(client, "grep", pattern="shared", literal=True)
         assert [f["path"] for f in grep["files"]] == ["a.txt", "b.txt"]

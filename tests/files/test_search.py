@@ -193,7 +193,7 @@ async def test_the_python_engine_stops_at_search_timeout_while_other_calls_go_on
             read = await call(client, "read_file", path="README.md")
         elapsed = anyio.current_time() - started
     assert "took longer than search_timeout (0.01 s)" in messages[0]
-    assert read["content"].startswith("     1\t# Demo") and elapsed < 3
+    assert read["content"].startswith("     1  # Demo") and elapsed < 3
 
 
 @pytest.mark.parametrize("engine", ENGINES)

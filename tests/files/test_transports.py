@@ -38,6 +38,14 @@ async def test_over_stdio(tmp_path, repo):
         assert [f["path"] for f in result.structured_content["files"]] == ["docs/guide.md", "src/pkg/util.py"]
         denied = await session.call_tool("fs_read_file", {"path": ".env"})
         assert denied.is_error and "deny_paths" in denied.content[0].text
+        # The designs' API over real stdio: the one git tool, read_file's numbering and its end.
+        assert "fs_git" in names
+        log = await session.call_tool("fs_git", {"command": "log", "args": ["-n", "1"]})
+        assert [c["subject"] for c in log.structured_content["commits"]] == ["Print the cwd"]
+        read = await session.call_tool("fs_read_file", {"path": "README.md", "limit": 1})
+        assert read.structured_content["content"] == "     1  # Demo\n"
+        past = await session.call_tool("fs_read_file", {"path": "README.md", "offset": 99})
+        assert not past.is_error and past.structured_content["content"] == ""
 
 
 async def test_over_streamable_http(tmp_path, repo, http_server):
@@ -46,6 +54,9 @@ async def test_over_streamable_http(tmp_path, repo, http_server):
         log = await call(client, "fs_git_log", max=5)
         assert [c["subject"] for c in log["commits"]] == ["Print the cwd", "Initial commit"]
         assert "symlink" in await fail(client, "fs_read_file", path="escape")
+        shown = await call(client, "fs_git", command="show", args=["HEAD~1"])
+        assert shown["commit"]["subject"] == "Initial commit"
+        assert "not one of the read-only commands" in await fail(client, "fs_git", command="push")
 
 
 async def test_file_resource_template(files_client, repo):
@@ -90,4 +101,4 @@ async def test_explain_file_cut_names_the_read_file_offset_of_the_rest(files_cli
         shown = [line for line in text.splitlines() if line.startswith("line ") and len(line) == 59]
         rest = await client.call_tool("read_file", {"path": "long.txt", "offset": offset, "limit": 1})
     assert offset == len(shown) == 16  # 16 whole lines fit in 1000 bytes
-    assert rest.structured_content["content"] == f"    17\tline 016 {'y' * 50}\n"
+    assert rest.structured_content["content"] == f"    17  line 016 {'y' * 50}\n"

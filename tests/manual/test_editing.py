@@ -85,7 +85,7 @@ async def test_content_is_added_to_a_section_before_its_subsections(manual, root
             after="- buy milk",
         )
     text = path.read_text()
-    assert "- buy milk\n- post letter\n- call Ann\n\n- pay rent\n\n### Later\n" in text
+    assert "- buy milk\n- post letter\n- call Ann\n- pay rent\n\n### Later\n" in text  # the list stays tight
     assert text.endswith("A note.\nA note.\n\nAppendix.\n")
     # The front matter kept its unknown keys, order and comment; only `date modified` changed.
     head = text.split("---\n")[1]

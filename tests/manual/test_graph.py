@@ -144,3 +144,23 @@ async def test_rename_repairs_wikilinks_even_in_a_file_with_broken_front_matter(
     assert result["files_updated"] == ["broken"]
     text = (work / "broken.md").read_text()
     assert "Link to [[new]]." in text and "relations: [unclosed\n  to: old\n" in text
+
+
+async def test_merge_joins_sections_of_one_heading_so_the_section_tools_still_find_one(manual, root) -> None:
+    """Sections the target already has take the source's text under their one heading, marked with the source."""
+    work = root / "work"
+    write(work / "main.md", "# Main\n\nMain body.\n\n## Notes\n\n- main note\n\n## Links\n\nnone\n")
+    write(work / "dup.md", "# Dup\n\nDup body.\n\n## Notes\n\n- dup note\n\n## Extra\n\nonly in dup\n")
+    write(work / "copy.md", "## Notes\n\n- copy note\n")
+    async with manual() as tools:
+        merged = dict(library_name="work", source_names=["dup", "copy"], target_name="main")
+        await tools.ok("merge_entities", **merged)
+        where = dict(library_name="work", entity_name="main")
+        await tools.ok("add_entity_content", **where, in_section="Notes", new_content="- later note")
+        await tools.ok("replace_entity_section", **where, old_heading="Links", new_body_content="some")
+    body = (work / "main.md").read_text().split("---\n", 2)[-1]
+    assert body.count("## Notes") == 1 and body.count("## Extra") == 1 and "only in dup" in body
+    text = body.split("## Notes", 1)[1].split("\n## ", 1)[0]
+    order = ["- main note", "<!-- merged from dup -->", "- dup note", "<!-- merged from copy -->", "- copy note"]
+    assert [text.index(piece) for piece in order] == sorted(text.index(piece) for piece in order)
+    assert "- later note" in text and body.index("Dup body.") > body.index("## Links")

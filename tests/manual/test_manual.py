@@ -31,7 +31,8 @@ async def test_add_manual_section_creates_the_file_and_section_then_appends(manu
         await tools.ok("add_manual_section", library_name="work", toc="## Conventions", new_content="- be brief")
         await tools.ok("add_manual_section", library_name="work", toc="CONVENTIONS", new_content="- be kind")
         await tools.ok("add_manual_section", library_name="work", toc="# 規約", new_content="日本語で書く。")
-    assert path.read_text() == "## Conventions\n\n- be brief\n\n- be kind\n\n# 規約\n\n日本語で書く。\n"
+    # An item added to a tight list stays in it as one more item: no blank line makes the list loose.
+    assert path.read_text() == "## Conventions\n\n- be brief\n- be kind\n\n# 規約\n\n日本語で書く。\n"
 
 
 async def test_update_manual_section_needs_one_exact_match_within_the_section(manual, root) -> None:

@@ -104,8 +104,7 @@ async def test_get_update_and_summary(client: Client) -> None:
     long = "word " * 100 + "END"
     mid = await store(client, long, "api", ["a"])
     got = await call(client, "get_memory", memory_id=mid)
-    assert got["content"] == long.strip() and got["summary"].endswith("…") and len(got["summary"]) <= 201
-    assert not got["summary"][:-1].endswith(" wor")  # cut at a word
+    assert got["summary"] == got["content"][:200]  # 002: the first 200 characters of the content
 
     same = await call(client, "update_memory", memory_id=mid, tags=["a"])
     assert same == {"success": True, "memory_id": mid, "changes": [], "updated_at": got["updated_at"]}
@@ -295,3 +294,16 @@ async def test_ping(client: Client) -> None:
     assert pong["version"] == importlib.metadata.version("nexus-stack-memory") == nexus_core.__version__
     await store(client, PG_FIX, "billing", ["postgres"])
     assert (await call(client, "ping"))["store"] == "ready"
+
+
+async def test_tag_and_context_filters_match_regardless_of_case(client: Client) -> None:
+    """002: `["fastapi"]` finds the memories tagged `FastAPI`, in recall and in lists alike."""
+    tagged = await store(client, "Use dependency overrides to test FastAPI routes", "WebShop", ["FastAPI"])
+    await store(client, "Flask blueprints group routes", "other", ["flask"])
+    listed = await call(client, "list_memories", tag_filter=["fastapi"])
+    assert [m["id"] for m in listed["memories"]] == [tagged]
+    assert [m["id"] for m in (await call(client, "list_memories", context_filter="webshop"))["memories"]] == [tagged]
+    found = await call(
+        client, "recall_memories", query="testing routes", tag_filter=["FASTAPI"], context_filter="webShop"
+    )
+    assert [m["id"] for m in found["memories"]] == [tagged]

@@ -87,7 +87,7 @@ class Upstream:
                 self.failures, delay, self.state = 0, self.table.backoff, "connecting"
                 continue
             self.failures += 1  # a failed attempt, or a connection that died young
-            if self.failures > self.table.retries or unfixable:
+            if self.failures >= self.table.retries or unfixable:  # `retries` failed attempts in all, as documented
                 await self._give_up()
                 return
             self.state, self.retry_at = "down", time.monotonic() + delay
@@ -314,14 +314,26 @@ class Upstream:
     # -- forwarding -----------------------------------------------------------------------
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        client = self._connected(ToolError)
+        client = self._connected(ToolError) if self.state != "connecting" else await self._reconnected(None)
+        client = client or self._connected(ToolError)
         key = (tool, json.dumps(arguments, sort_keys=True, default=str)) if tool in self._read_only else None
         if key and (cached := self._cache.get(key)):
             return cached
         try:
             result = await client.call_tool(tool, arguments)
         except Exception as exc:
-            raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
+            if not _connection_failed(exc):
+                raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
+            # A server that died since the last call (say a stdio process that crashed) is noticed only
+            # now: reconnect and send the call once more, rather than fail the first call after a crash.
+            self.lost(client)
+            again = await self._reconnected(client)
+            if again is None:
+                raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
+            try:
+                result = await again.call_tool(tool, arguments)
+            except Exception as exc:
+                raise ToolError(self._failed(again, exc, f"tool '{tool}'")) from None
         result = _own_meta(result)
         result = result.model_copy(update={"content": [self._relinked(block) for block in result.content]})
         if key and not result.is_error:
@@ -347,6 +359,14 @@ class Upstream:
             if isinstance(exc, MCPError) and not _connection_failed(exc):
                 raise
             raise _internal_error(self._failed(client, exc, what)) from None
+
+    async def _reconnected(self, old: Client | None) -> Client | None:
+        """A connection other than ``old``, waited for up to connect_timeout while the bridge is (re)connecting
+        or waiting to retry; None when none came (it gave up, or the wait ran out)."""
+        with anyio.move_on_after(self.table.connect_timeout):
+            while self.state in ("connecting", "down") or (self.state == "connected" and self._client is old):
+                await anyio.sleep(0.02)
+        return self._client if self.state == "connected" and self._client is not old else None
 
     def _connected(self, error: Any) -> Client:
         if self._client is None or self.state != "connected":

@@ -21,7 +21,9 @@ def nexus_permission_categories() -> list[Category]:
         Category(name="write", description="Create, change, move and delete files inside the roots."),
         Category(
             name="execute",
-            description="Run allowlisted shell commands, each argument checked by the command's spec.",
+            description="Run allowlisted shell commands, each argument checked by the command's spec; "
+            "includes python (run_python), as the design has it.",
+            includes=("python",),  # 001 puts run_python in execute; python alone stays a finer grant
         ),
         Category(
             name="python",

@@ -32,7 +32,7 @@ DEFAULT_DENIED_COMMANDS = [
 class FilesConfig(PluginConfig):
     """Limits and command policy of the files plugin."""
 
-    max_file_size: int = Field(10 * MiB, ge=1, description="Files larger than this (bytes) are refused.")
+    max_file_size: int = Field(50 * MiB, ge=1, description="Files larger than this (bytes) are refused.")
     max_output_bytes: int = Field(100_000, ge=1_000, description="Cap on the text one tool call returns.")
     command_timeout: float = Field(30.0, gt=0, le=3600, description="Longest run_command/run_python/git run (s).")
     search_timeout: float = Field(60.0, gt=0, le=3600, description="Longest ripgrep run for grep/glob (s).")

@@ -914,6 +914,118 @@ async def git_branches(
     return GitBranches(repo=shown(ctx.paths, top), branches=branches)
 
 
+GIT_COMMANDS = ("status", "log", "diff", "show", "blame", "branch")
+
+
+def _option(args: list[str], i: int, name: str) -> tuple[str, int]:
+    """The value of ``--name=value`` or ``--name value`` at ``args[i]``, and the next index."""
+    arg = args[i]
+    if "=" in arg:
+        return arg.split("=", 1)[1], i + 1
+    if i + 1 >= len(args):
+        raise ToolError(f"git {name} needs a value")
+    return args[i + 1], i + 2
+
+
+def parse_git_args(command: str, args: list[str]) -> dict[str, object]:
+    """A git command line read into one ``git_*`` tool's parameters; any other option is refused.
+
+    Only options the six tools know are read, so every call goes through their checks (revisions,
+    paths, deny_paths, commits only): the command line never reaches git as it was given.
+    """
+    if command not in GIT_COMMANDS:
+        raise ToolError(f"refused: 'git {command}' is not one of the read-only commands {', '.join(GIT_COMMANDS)}")
+    params: dict[str, object] = {}
+    revs: list[str] = []
+    paths: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            paths += args[i + 1 :]
+            break
+        key = arg.split("=", 1)[0]
+        if command == "log" and (key in ("-n", "--max-count") or (arg[:2] == "-n" and arg[2:].isdigit())):
+            value, i = (arg[2:], i + 1) if arg[2:].isdigit() else _option(args, i, key)
+            if not value.isdigit():
+                raise ToolError(f"git log {key} takes a number, not {value!r}")
+            params["max"] = int(value)
+        elif command == "log" and key in ("--author", "--since", "--after"):
+            value, i = _option(args, i, key)
+            params["author" if key == "--author" else "since"] = value
+        elif command == "diff" and arg in ("--staged", "--cached"):
+            params["staged"], i = True, i + 1
+        elif command == "diff" and (key == "--unified" or (arg[:2] == "-U" and arg[2:].isdigit())):
+            value, i = (arg[2:], i + 1) if arg[:2] == "-U" else _option(args, i, key)
+            params["context_lines"] = int(value) if value.isdigit() else -1
+        elif command == "blame" and arg[:2] == "-L":
+            start, _, end = (arg[2:] or (args[i + 1] if i + 1 < len(args) else "")).partition(",")
+            i += 1 if arg[2:] else 2
+            if not start.isdigit() or not (end.isdigit() or not end):
+                raise ToolError("git blame -L takes START,END line numbers")
+            params["start_line"], params["end_line"] = int(start), (int(end) if end else None)
+        elif command == "branch" and arg in ("-a", "--all", "-r", "--remotes"):
+            params["include_remote"], i = True, i + 1
+        elif arg.startswith("-"):
+            raise ToolError(f"refused: 'git {command}' option {arg!r} is not one the read-only git tool accepts")
+        else:
+            revs.append(arg)
+            i += 1
+    if command in ("status", "branch") and (revs or paths):
+        raise ToolError(f"git {command} takes no revisions or paths here")
+    if command == "blame":  # git blame [REV] [--] FILE
+        if not paths and revs:
+            paths = [revs.pop()]
+        if len(paths) != 1 or len(revs) > 1:
+            raise ToolError("git blame takes one file (and at most one revision)")
+        params["path"] = paths[0]
+        if revs:
+            params["revision"] = revs[0]
+        return params
+    if len(paths) > 1:
+        raise ToolError(f"git {command} takes at most one path here")
+    if paths:
+        params["path"] = paths[0]
+    if command == "log":
+        if len(revs) > 1:
+            raise ToolError("git log takes one revision or range")
+        if revs:
+            params["revision"] = revs[0]
+    elif command == "show":
+        if len(revs) > 1:
+            raise ToolError("git show takes one commit")
+        if revs:
+            params["revision"] = revs[0]
+    elif command == "diff":
+        if len(revs) == 1 and ".." in revs[0]:
+            revs = [r for r in revs[0].split("..", 1)]
+        if len(revs) > 2:
+            raise ToolError("git diff takes at most two revisions")
+        params.update(zip(("base", "target"), revs, strict=False))
+    return params
+
+
+async def git(
+    ctx: PluginContext,
+    command: Annotated[str, Field(description="A read-only git command: " + ", ".join(GIT_COMMANDS) + ".")],
+    args: Annotated[
+        list[str] | None,
+        Field(description="Its arguments, e.g. ['-n', '5', '--', 'src'] for log or ['HEAD~1', 'HEAD'] for diff."),
+    ] = None,
+    repo: RepoArg = ".",
+) -> ToolOutput:
+    """Read-only git in one tool (the design's "git" skill): the command runs as the matching git_* tool."""
+    params = parse_git_args(command, list(args or []))
+    body = {"status": git_status, "log": git_log, "diff": git_diff, "show": git_show}.get(command)
+    body = body or {"blame": git_blame, "branch": git_branches}[command]
+    # The bodies are called directly here, past the schema's bounds: check them as the schema would.
+    if params.get("context_lines", 0) not in range(0, 101):
+        raise ToolError("git diff -U takes 0 to 100 context lines")
+    if params.get("max", 1) not in range(1, 1001) or params.get("start_line", 1) == 0:
+        raise ToolError("git log -n takes 1 to 1000 commits; git blame -L lines start at 1")
+    return await body(ctx, repo=repo, **params)  # type: ignore[operator]
+
+
 TOOLS = (
     (git_status, "Git status"),
     (git_log, "Git log"),
@@ -921,6 +1033,7 @@ TOOLS = (
     (git_show, "Git show"),
     (git_blame, "Git blame"),
     (git_branches, "Git branches"),
+    (git, "Git (read-only)"),
 )
 
 

@@ -172,9 +172,9 @@ def _draw(nodes: list[TreeNode], indent: str, lines: list[str]) -> None:
 
 @functools.lru_cache(maxsize=16)
 def _prefix_block(block: int) -> tuple[str, ...]:
-    """The prefixes ("     1\t", as f"{n:>6}\t") of lines ``block * PREFIX_BLOCK + 1`` on."""
+    """The prefixes ("     1  ", the design's f"{n:6d}  ") of lines ``block * PREFIX_BLOCK + 1`` on."""
     first = block * PREFIX_BLOCK + 1
-    return tuple(str(n).rjust(6) + "\t" for n in range(first, first + PREFIX_BLOCK))
+    return tuple(str(n).rjust(6) + "  " for n in range(first, first + PREFIX_BLOCK))
 
 
 def _prefixes(first: int, count: int) -> list[str]:
@@ -195,7 +195,7 @@ def number_lines(lines: list[str], first: int, cap: int) -> tuple[str, int, bool
     out: list[str] = []
     used = 0
     for i, line in enumerate(lines):
-        row = f"{first + i:>6}\t{line}\n"
+        row = f"{first + i:6d}  {line}\n"
         size = len(row.encode("utf-8"))
         if used + size > cap:
             if not out:  # one huge line: show its head rather than nothing
@@ -249,16 +249,13 @@ def read_file(
     with open_file(policy, path) as opened:
         shown = policy.display(opened.path)
         window, total = read_lines(opened, shown, offset, limit, config.max_file_size, indexes)
-    if offset and offset >= total:
-        raise ToolError(
-            f"offset {offset} is past the end of '{shown}', which has {total} lines "
-            f"(offset counts the lines to skip: 0 to {max(total - 1, 0)})"
-        )
     text, shown_count, cut = number_lines(window, offset + 1, config.max_output_bytes)
     end = offset + shown_count  # the last line shown, 1-based; also the offset that reads on
     more = end < total
     note = None
-    if cut:
+    if offset and offset >= total:  # the design answers an offset past the end with nothing, not an error
+        note = f"offset {offset} is past the end: '{shown}' has {total} lines"
+    elif cut:
         note = f"output cut at {config.max_output_bytes} bytes after line {end}; read on with offset={end}"
     elif more:
         note = f"showing lines {offset + 1}-{end} of {total}; read on with offset={end}"

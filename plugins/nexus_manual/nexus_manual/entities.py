@@ -39,6 +39,7 @@ from nexus_manual.sections import (
     find_section,
     insert_after,
     matching_sections,
+    outline,
     replace_exact,
 )
 from nexus_manual.skeleton import recommended, skeleton
@@ -258,6 +259,29 @@ def _aliases(data: dict[str, Any]) -> list[Any]:
     return value if isinstance(value, list) else ([value] if value else [])
 
 
+def merge_sections(body: str, piece: str, name: str) -> tuple[str, str]:
+    """``body`` with each section of ``piece`` whose heading (level and text) it has exactly once appended
+    under that heading, marked with its source; and what is left of ``piece`` (its other sections).
+
+    Appending a source's sections as they were would give the target two sections of one heading,
+    which the section tools then refuse as ambiguous.
+    """
+    targets = outline(body)
+    moves: list[tuple[Heading, Heading]] = []
+    for h in outline(piece):
+        same = [t for t in targets if t.key == h.key and t.level == h.level]
+        if len(same) == 1 and not any(t is same[0] for _, t in moves):
+            moves.append((h, same[0]))
+    for h, t in sorted(moves, key=lambda m: m[1].own_end, reverse=True):
+        text = piece[h.body_start : h.own_end].strip("\n")
+        if text:
+            head, tail = body[: t.own_end].rstrip("\n"), body[t.own_end :].lstrip("\n")
+            body = f"{head}\n\n<!-- merged from {name} -->\n{text}\n" + (f"\n{tail}" if tail else "")
+    for h, _ in sorted(moves, key=lambda m: m[0].start, reverse=True):
+        piece = piece[: h.start] + piece[h.own_end :]
+    return body, piece
+
+
 def merge(lib: Library, sources: list[str], target: str) -> MergeResult:
     sources = unique(sources)
     if not sources:
@@ -279,9 +303,11 @@ def merge(lib: Library, sources: list[str], target: str) -> MergeResult:
             for key, value in sdata.items():
                 if key not in _MANAGED and (key not in data or (key == "entity_type" and not data[key])):
                     data[key] = value  # keep what only the source knew
-            piece = sdoc.parts.body.strip("\n")
-            sep = f"---\n\n<!-- merged from {name} -->\n"
-            body = (body.rstrip("\n") + "\n\n" if body.strip() else "") + sep + (f"\n{piece}\n" if piece else "")
+            body, piece = merge_sections(body, sdoc.parts.body, name)
+            piece = piece.strip("\n")
+            if piece or not sdoc.parts.body.strip():
+                sep = f"---\n\n<!-- merged from {name} -->\n"
+                body = (body.rstrip("\n") + "\n\n" if body.strip() else "") + sep + (f"\n{piece}\n" if piece else "")
         merged_rels = [{**r, "to": target} if isinstance(r, dict) and r.get("to") in sources else r for r in rels]
         data["aliases"] = unique([a for a in aliases if a != target])
         data["relations"] = dedupe_relations(

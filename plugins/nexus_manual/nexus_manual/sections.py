@@ -151,6 +151,15 @@ def insert_after(text: str, context: str, content: str, start: int, end: int, wh
     return Splice(pos, pos, content)
 
 
+_LIST_ITEM = re.compile(r"^ {0,3}([-*+]|\d{1,9}[.)])[ \t]")
+
+
+def _list_marker(line: str) -> str | None:
+    """The kind of list item ``line`` starts ('-', '*', '+', '.' or ')'), or None when it starts none."""
+    found = _LIST_ITEM.match(line)
+    return None if found is None else found.group(1)[-1]
+
+
 def append_block(text: str, pos: int, content: str) -> Splice:
     """Insert ``content`` as its own Markdown block at ``pos``: a blank line before it and, when more follows, after."""
     block = content.strip("\n")
@@ -158,7 +167,10 @@ def append_block(text: str, pos: int, content: str) -> Splice:
         raise ToolError("the content to add is empty")
     start = len(text[:pos].rstrip("\n"))
     end = pos + len(text[pos:]) - len(text[pos:].lstrip("\n"))
-    lead = "\n\n" if start else ""
+    last = text[:start].rsplit("\n", 1)[-1]
+    # An item added to a list ends it as one more item: a blank line between them would make a tight list loose.
+    same_list = _list_marker(last) is not None and _list_marker(last) == _list_marker(block.split("\n", 1)[0])
+    lead = "\n" if same_list else "\n\n" if start else ""
     tail = "\n\n" if text[end:].strip() else "\n"
     return Splice(start, end, lead + block + tail)
 

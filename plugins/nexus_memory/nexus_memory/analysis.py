@@ -19,13 +19,8 @@ _NEGATION = re.compile(r"\b(not|never|no longer|don't|doesn't|do not|does not|av
 
 
 def summarize(content: str, limit: int = 200) -> str:
-    """The first ~``limit`` characters, whitespace collapsed, cut at a word."""
-    text = " ".join(content.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
+    """The first ``limit`` characters of the content, as 002 defines the summary."""
+    return content[:limit]
 
 
 @dataclass

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
 from urllib.parse import urlparse
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from nexus_core import PluginConfig
 
@@ -38,6 +40,22 @@ class MemoryConfig(PluginConfig):
     warm_up: bool = Field(
         True, description="Open the store and load the model right after start, in the background (~330 MB)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _design_embedder(cls, data: Any) -> Any:
+        """002's EXOCORTEX_EMBEDDING_MODEL names the embedder when the config does not (the config wins)."""
+        wanted = os.environ.get("EXOCORTEX_EMBEDDING_MODEL", "").strip()
+        if not wanted or not isinstance(data, dict) or "embedder" in data:
+            return data
+        from nexus_memory.embed.registry import available
+
+        if wanted not in (names := available()):
+            raise ValueError(
+                f"EXOCORTEX_EMBEDDING_MODEL = '{wanted}' is not an embedder Nexus can load; it can load: "
+                f"{', '.join(sorted(names))} (or set [plugins.memory] embedder)"
+            )
+        return {**data, "embedder": wanted}
 
     @field_validator("chroma_url")
     @classmethod

@@ -63,7 +63,7 @@ class StoredMemory(BaseModel):
 
 class MemoryListItem(BaseModel):
     id: str
-    summary: str = Field(description="The first ~200 characters of the content, cut at a word.")
+    summary: str = Field(description="The first 200 characters of the content.")
     type: MemoryType
     context: str = Field(description="The project the memory belongs to.")
     tags: list[str]

@@ -10,10 +10,12 @@ client as a tool error with the reason on one line.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import TypeVar
 
 import anyio.to_thread
@@ -32,12 +34,33 @@ log = logging.getLogger("nexus.memory")
 WARM_UP_NICENESS = 10
 
 
+def data_dir(ctx: PluginContext) -> Path:
+    """Where the store lives: [plugins.memory] data_dir, else 002's EXOCORTEX_DATA_DIR, else the host's default."""
+    given = os.environ.get("EXOCORTEX_DATA_DIR", "").strip()
+    if ctx.data_dir_configured or not given:
+        return ctx.data_dir
+    path = Path(given).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def apply_log_level(ctx: PluginContext) -> None:
+    """002's EXOCORTEX_LOG_LEVEL sets the memory plugin's own log level (DEBUG, INFO, WARNING or ERROR)."""
+    level = os.environ.get("EXOCORTEX_LOG_LEVEL", "").strip().upper()
+    if level:
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            ctx.log.warning("EXOCORTEX_LOG_LEVEL = '%s' is not one of DEBUG, INFO, WARNING, ERROR: ignored", level)
+            return
+        ctx.log.setLevel(level)
+
+
 class Runtime:
     """The plugin's state for one host: the service, built on first use or by the warm-up."""
 
     def __init__(self, ctx: PluginContext) -> None:
         self.ctx = ctx
         self.config: MemoryConfig = ctx.config
+        apply_log_level(ctx)
         self._service: MemoryService | None = None
         self._lock = threading.Lock()
         self._warm_up: threading.Thread | None = None
@@ -51,7 +74,7 @@ class Runtime:
                 embedder = configured(self.config.embedder)
                 recipe = recipe_for(self.config.sentences)
                 store = ChromaStore(
-                    self.ctx.data_dir, self.config.collection, embedder, self.config.chroma_url, recipe=recipe
+                    data_dir(self.ctx), self.config.collection, embedder, self.config.chroma_url, recipe=recipe
                 )
                 self._service = MemoryService(store, self.config.stale_days, workers=self.workers)
             return self._service

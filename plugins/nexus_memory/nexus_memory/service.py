@@ -195,7 +195,8 @@ class MemoryService:
         memory_type: str | None,
         include_archived: bool = False,
     ) -> MemoryList:
-        metas = self.store.all_metadata(where_clause(context, memory_type, clean_tags(tags), include_archived))
+        contexts, tag_forms = self.store.variants(context, clean_tags(tags))  # filters match regardless of case
+        metas = self.store.all_metadata(where_clause(contexts, memory_type, tag_forms, include_archived))
         metas.sort(key=lambda im: str(im[1].get("created_at", "")), reverse=True)
         page_ids = [i for i, _ in metas[offset : offset + limit]]
         got = self.store.get(page_ids)

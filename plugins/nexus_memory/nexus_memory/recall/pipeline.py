@@ -81,7 +81,8 @@ class Recall:
         self.hidden = set() if include_archived else store.archived_ids()
         # Few archived memories are dropped from the candidates; many are filtered by Chroma (which costs more).
         by_chroma = len(self.hidden) > ARCHIVED_DROPPED
-        self.where = where_clause(context, memory_type, clean_tags(tags), include_archived or not by_chroma)
+        contexts, tag_forms = store.variants(context, clean_tags(tags))  # filters match regardless of case
+        self.where = where_clause(contexts, memory_type, tag_forms, include_archived or not by_chroma)
         self.extra = 0 if by_chroma else len(self.hidden)
         self.terms = exact_terms(query)
         self.gain = tag_boost(store.embedder)

@@ -179,17 +179,19 @@ def link_id(source: str, relation: str, target: str) -> str:
 
 
 def where_clause(
-    context: str | None = None,
+    context: str | list[str] | None = None,
     memory_type: str | None = None,
     tags: Iterable[str] | None = None,
     include_archived: bool = True,
 ) -> dict[str, Any] | None:
-    """A Chroma ``where`` for the filters given (tags: any of them), or None."""
+    """A Chroma ``where`` for the filters given (a list of contexts or tags: any of them), or None."""
     parts: list[dict[str, Any]] = []
     if not include_archived:  # $ne also matches the records written before `archived` existed
         parts.append({"archived": {"$ne": True}})
-    if context:
-        parts.append({"context": context})
+    if isinstance(context, list) and len(context) > 1:
+        parts.append({"context": {"$in": context}})
+    elif context:
+        parts.append({"context": context if isinstance(context, str) else context[0]})
     if memory_type:
         parts.append({"type": memory_type})
     tag_parts = [{"tags": {"$contains": t}} for t in (tags or [])]

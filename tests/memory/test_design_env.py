@@ -1,0 +1,50 @@
+"""002's environment variables: EXOCORTEX_DATA_DIR, EXOCORTEX_LOG_LEVEL, EXOCORTEX_EMBEDDING_MODEL (the config wins)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+import nexus_memory
+from tests.memory.helpers import call, store
+
+pytestmark = pytest.mark.anyio
+
+
+def memory(make_host: Callable[..., Any], **table: Any) -> Any:
+    return make_host({"memory": nexus_memory}, {"plugins": {"memory": {"warm_up": False, **table}}})
+
+
+async def test_the_design_env_vars_are_honoured_and_the_config_wins(
+    make_host: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXOCORTEX_DATA_DIR", str(tmp_path / "exo"))
+    monkeypatch.setenv("EXOCORTEX_EMBEDDING_MODEL", "minilm")
+    monkeypatch.setenv("EXOCORTEX_LOG_LEVEL", "debug")
+    host = memory(make_host)
+    assert host.plugins["memory"].ctx.config.embedder == "minilm"
+    async with Client(host.server) as client:
+        mid = await store(client, "Kept where EXOCORTEX_DATA_DIR says", "exo", ["env"])
+        assert (await call(client, "get_memory", memory_id=mid))["context"] == "exo"
+    assert (tmp_path / "exo" / "chroma").is_dir()
+    assert logging.getLogger("nexus.memory").level == logging.DEBUG
+    logging.getLogger("nexus.memory").setLevel(logging.NOTSET)  # leave the shared logger as other tests expect it
+
+    configured = memory(make_host, data_dir=str(tmp_path / "mine"), embedder="minilm")
+    async with Client(configured.server) as client:
+        await store(client, "Kept where the config says", "mine", ["env"])
+    assert (tmp_path / "mine" / "chroma").is_dir()
+
+
+def test_an_embedding_model_nexus_cannot_load_is_a_clear_error_listing_the_ones_it_can(
+    make_host: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXOCORTEX_EMBEDDING_MODEL", "BAAI/bge-small-en-v1.5")
+    message = memory(make_host).plugins["memory"].error or ""  # the plugin does not load, and says why
+    assert "EXOCORTEX_EMBEDDING_MODEL = 'BAAI/bge-small-en-v1.5'" in message and "minilm+use" in message
+    assert memory(make_host, embedder="minilm").plugins["memory"].ctx.config.embedder == "minilm"  # the config wins
