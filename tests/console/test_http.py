@@ -9,7 +9,6 @@ import re
 import shutil
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,7 +35,8 @@ class Standalone:
 
 @pytest.fixture
 def standalone(tmp_path: Path) -> Iterator[Standalone]:
-    """`nexus serve --transport http` with the example plugin; the login link it prints at start."""
+    """`nexus serve --transport http` with the example plugin, and a login link from `nexus console` (the
+    serve command prints none: a link is a credential)."""
     config = write_config(
         tmp_path / "nexus.toml",
         f'[server]\ndata_dir = "{tmp_path / "data"}"\n'
@@ -44,21 +44,19 @@ def standalone(tmp_path: Path) -> Iterator[Standalone]:
     )
     port = free_port()
     cmd = nexus_command("serve", "--transport", "http", "--port", str(port), "--config", str(config))
-    proc = subprocess.Popen(cmd, env=server_env(), cwd=tmp_path, stderr=subprocess.PIPE, text=True)
-    found: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            if match := re.search(r"(/console/login\?token=\S+)", line):
-                found.append(match.group(1))
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
+    proc = subprocess.Popen(cmd, env=server_env(), cwd=tmp_path, stderr=subprocess.DEVNULL, text=True)
     try:
         wait_listening(proc, port)
-        assert ready.wait(30), "no login link printed"
-        yield Standalone(port, proc, found[0])
+        console = subprocess.run(
+            nexus_command("console", "--no-open", "--config", str(config)),
+            capture_output=True,
+            text=True,
+            env=server_env(),
+            timeout=120,
+        )
+        match = re.search(rf"http://127\.0\.0\.1:{port}(/console/login\?token=\S+)", console.stdout)
+        assert match, console.stdout + console.stderr
+        yield Standalone(port, proc, match.group(1))
     finally:
         proc.terminate()
         proc.wait(timeout=20)
