@@ -38,7 +38,7 @@ mcp.run()
 CONFIG = """
 [server]
 data_dir = "{work}/data"
-roots = ["{work}"]
+roots = ["{work}/files"]
 plugin_dirs = ["{work}/plugins"]
 [plugins.files]
 enabled = false
@@ -70,6 +70,7 @@ def main() -> None:
     load_at_start = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="nexus-bridge-bench-"))
     (work / "plugins").mkdir()
+    (work / "files").mkdir()  # the root: beside the home folder, not above it (a broad root is refused)
     (work / "plugins" / "bench_echo.py").write_text(ECHO_PLUGIN)
     (work / "upstream.py").write_text(UPSTREAM)
     (work / "nexus.toml").write_text(CONFIG.format(work=work, python=sys.executable))

@@ -74,8 +74,10 @@ def main() -> None:
     smoke = parser.parse_args().smoke
     work = Path(tempfile.mkdtemp(prefix="nexus-tool-bytes-"))
     os.environ.update(home_env(work / "home"))  # for the servers and the host built here
-    base = f'[server]\ndata_dir = "{work / "data"}"\nroots = ["{work}"]\n'
-    host = build_host(parse_config({"server": {"data_dir": str(work / "data"), "roots": [str(work)]}}))
+    files = work / "files"  # a root beside the home folder, not above it (a broad root is refused)
+    files.mkdir()
+    base = f'[server]\ndata_dir = "{work / "data"}"\nroots = ["{files}"]\n'
+    host = build_host(parse_config({"server": {"data_dir": str(work / "data"), "roots": [str(files)]}}))
     plugin_of = {name: entry.plugin for name, entry in host.tools.items()} | dict.fromkeys(SEARCH, "tool_search")
     every = "".join(
         f"[plugins.{state.name}]\ncategories = {json.dumps(sorted(state.categories))}\n"

@@ -33,7 +33,8 @@ MOUNTS = {"server-memory": "memory", "server-filesystem": "filesystem", "server-
 
 def nexus_tools(work: Path) -> list[dict[str, Any]]:
     """Every Nexus tool, every category granted, as tools/list shows it."""
-    base = {"data_dir": str(work / "data"), "roots": [str(work)]}
+    (work / "files").mkdir(exist_ok=True)  # a root beside the home folder, not above it
+    base = {"data_dir": str(work / "data"), "roots": [str(work / "files")]}
     host = build_host(parse_config({"server": base}))
     every = {s.name: {"categories": sorted(s.categories)} for s in host.plugins.values() if s.categories}
     host = build_host(parse_config({"server": base, "plugins": every}))
