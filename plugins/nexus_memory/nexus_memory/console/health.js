@@ -137,22 +137,27 @@
     }
   }
 
-  /** Every memory tagged with one of ``others`` gets ``keep`` instead, a page of update_memory calls at a time. */
+  /** Every memory tagged with one of ``others`` gets ``keep`` instead, a page of update_memory calls at a time.
+   * Tag filters match regardless of case, so a memory already retagged still matches ``others``: the memories
+   * are all listed first, then only those carrying one of ``others`` as written are changed. */
   async function retag(keep, others, nx) {
-    let changed = 0;
-    for (let round = 0; round < 1000; round++) {
-      const page = F.listed(await nx.call("list_memories", { limit: 100, offset: 0, tag_filter: others }));
-      if (!page.memories.length) break;
-      const updates = page.memories.map((m) => ({
+    const found = [];
+    for (let offset = 0; offset < 100000; offset += 100) {
+      const page = F.listed(await nx.call("list_memories", { limit: 100, offset, tag_filter: others }));
+      found.push(...page.memories);
+      if (!page.more || !page.memories.length) break;
+    }
+    const stale = found.filter((m) => m.tags.some((t) => others.includes(t)));
+    for (let start = 0; start < stale.length; start += 100) {
+      const updates = stale.slice(start, start + 100).map((m) => ({
         tool: "update_memory",
         arguments: { memory_id: m.id, tags: [...new Set(m.tags.map((t) => (others.includes(t) ? keep : t)))] },
       }));
       const outcomes = await nx.calls(updates);
       const failed = outcomes.find((o) => !o.ok);
       if (failed) throw new nx.CallError(failed.error, { refused: failed.refused });
-      changed += outcomes.length;
     }
-    return `${changed} memories now use “${keep}”.`;
+    return `${stale.length} memories now use “${keep}”.`;
   }
 
   /** For each unlinked memory, the closest other memory by meaning (recall_memories), offered as a link. */
