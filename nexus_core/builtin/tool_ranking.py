@@ -9,6 +9,7 @@ ranking is lexical only.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 import re
@@ -111,15 +112,11 @@ def embedder() -> Embed | None:
 
 
 def _memory_minilm() -> Any:
-    """MiniLM by name through the memory plugin's embedder registry (``nexus_memory.embed.create``), or,
-    in versions before that registry, its class in ``nexus_memory.embedders``."""
-    try:
-        from nexus_memory.embed import create
-    except ImportError:
-        from nexus_memory.embedders import MiniLMEmbedder
+    """MiniLM by name through the memory plugin's embedder registry, when that plugin is installed.
 
-        return MiniLMEmbedder()
-    return create("minilm")
+    An optional integration, found at run time (the host does not require the plugin): its absence, or any
+    change of its registry, falls back to ranking by words."""
+    return importlib.import_module("nexus_memory.embed").create("minilm")
 
 
 class Ranker:

@@ -68,7 +68,7 @@ class ToolSearchPlugin:
         """Import numpy now, on the loop, before any plugin's worker thread does: two threads importing it
         at once can leave one with a half-initialised module (the memory store then fails to open)."""
         if self.enabled and importlib.util.find_spec("nexus_memory") is not None:
-            import numpy  # noqa: F401
+            importlib.import_module("numpy")  # the memory plugin's dependency, present where it is
 
     async def find_tools(
         self,

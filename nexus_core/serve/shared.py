@@ -388,14 +388,15 @@ async def _send(stream: SocketStream, message: dict[str, Any]) -> None:
         await stream.send(json.dumps(message).encode() + b"\n")
 
 
-def _stamp(path: Path | None) -> tuple[int, int, int] | None:
+def _stamp(path: Path | None) -> tuple[int, int, int, int] | None:
+    """A file's identity for the restart check: its mode too (a plugin file others could write is refused)."""
     if path is None:
         return None
     try:
         info = path.stat()
     except OSError:
         return None
-    return info.st_mtime_ns, info.st_size, info.st_ino
+    return info.st_mtime_ns, info.st_size, info.st_ino, info.st_mode
 
 
 def _rss_mb() -> float | None:

@@ -61,15 +61,16 @@ def test_a_plugin_folder_others_can_write_is_never_imported_and_doctor_says_so(t
     config = write_config(tmp_path / "nexus.toml", '[server]\ndata_dir = "data"\nplugin_dirs = ["plugins"]\n' + OFF)
     env = server_env(NEXUS_CONFIG=str(config))
     plugins.chmod(0o777)
-    listed = subprocess.run(nexus_command("plugins"), capture_output=True, text=True, cwd=tmp_path, env=env)
+    plugins_here = nexus_command("plugins", "--standalone")  # a host built anew each time: no server to restart
+    listed = subprocess.run(plugins_here, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert not marker.exists()
     assert "writable by other users" in listed.stdout + listed.stderr
     doctor = subprocess.run(nexus_command("doctor"), capture_output=True, text=True, cwd=tmp_path, env=env)
     assert "refused" in doctor.stdout and str(plugins) in doctor.stdout
     plugins.chmod(0o755)
     (plugins / "dropped.py").chmod(0o662)  # only the file: it alone is skipped
-    subprocess.run(nexus_command("plugins"), capture_output=True, text=True, cwd=tmp_path, env=env)
+    subprocess.run(plugins_here, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert not marker.exists()
     (plugins / "dropped.py").chmod(0o644)
-    subprocess.run(nexus_command("plugins"), capture_output=True, text=True, cwd=tmp_path, env=env)
+    subprocess.run(plugins_here, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert marker.exists()  # the same file, once only its owner can write it, is loaded

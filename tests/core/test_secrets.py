@@ -80,7 +80,9 @@ async def test_no_tool_reads_the_http_token_even_when_the_roots_cover_the_home_f
     token_file.parent.mkdir(parents=True)
     token_file.write_text("kept-token-5678\n")
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
-    async with stdio_session("--config", str(config), "--root", str(home), env=server_env(HOME=str(home))) as s:
+    async with stdio_session(
+        "--config", str(config), "--root", str(home), "--allow-broad-root", env=server_env(HOME=str(home))
+    ) as s:
         read = await s.call_tool("read_file", {"path": str(token_file)})
         grep = await s.call_tool("grep", {"pattern": "kept-t.ken", "path": str(home)})
     assert read.is_error and "kept-token" not in str(read.content)
