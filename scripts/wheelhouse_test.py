@@ -130,7 +130,7 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
 
 
 async def serve_and_check(venv: Path, work: Path, config: Path, everything: bool) -> None:
-    env = server_env(work / "home", venv)  # beside the root, not above it: a root holding HOME is refused
+    env = server_env(work.parent / "home", venv)  # beside the root, not in it: a root holding HOME is refused
     params = StdioServerParameters(
         command=str(venv / "bin/nexus"), args=["serve", "--config", str(config)], env=env, cwd=work
     )
