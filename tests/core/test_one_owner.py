@@ -114,25 +114,21 @@ async def test_a_client_whose_input_is_dev_null_does_not_take_the_shared_server_
     """epoll refuses /dev/null: that session is read in a worker thread, and no session's error ends the server."""
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
     async with stdio_session("--config", str(config), cwd=tmp_path) as first:
-        before = _status(config)
+        before = _status("--config", str(config))
         with open(os.devnull, "rb") as nothing:
             done = subprocess.run(
                 nexus_command("serve", "--config", str(config)), stdin=nothing, capture_output=True, timeout=60
             )
         assert done.returncode == 0, done.stderr
-        after = _status(config)
+        after = _status("--config", str(config))
         assert after["pid"] == before["pid"] and len(after["sessions"]) == 1  # the same server, the first session
         assert not (await first.call_tool("get_stats", {})).is_error
     assert "Traceback" not in Path(after["log"]).read_text(errors="replace")
 
 
-def _status_of(*args: str) -> dict[str, Any]:
+def _status(*args: str) -> dict[str, Any]:
+    """`nexus server status --json ARGS` of the shared server those arguments name."""
     command = nexus_command("server", "status", "--json", *args)
-    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
-
-
-def _status(config: Path) -> dict[str, Any]:
-    command = nexus_command("server", "status", "--json", "--config", str(config))
     return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
 
 
@@ -181,5 +177,5 @@ async def test_every_way_in_reaches_one_state(
         dump = tmp_path / "memories.jsonl"
         exported = subprocess.run(nexus_command("memory", "export", str(dump)), capture_output=True, text=True)
         assert exported.returncode == 0 and "exported 12 memories" in exported.stderr, exported.stderr
-        status = _status_of()  # one server held them all: both stdio sessions and the HTTP listener
+        status = _status()  # one server held them all: both stdio sessions and the HTTP listener
         assert len(status["sessions"]) == 2 and status["http_listeners"] == [url]
