@@ -12,6 +12,10 @@
 3. The other plugins are added the same way; every plugin answers one call, the bridge through a
    second ``nexus serve`` of the same venv that it mounts.
 4. The install page's ``uv tool install`` line, into a temporary tool folder, gives a ``nexus`` that lists its plugins.
+5. Run as root (as CI may be), the same venv serves user ``nobody`` (through ``setpriv``): a memory, a file, a graph
+   entity and a manual entity written in a home folder of that user's, each store and entity file created private to
+   it (0600 files, 0700 folders), and the folders it did not create left as they were. So the venv is made with an
+   interpreter every user can run (``/usr/bin/python3`` when this one lives in root's private home).
 
 Usage: scripts/wheelhouse-test [--keep]   (--keep leaves the temporary folder and prints it)
 """
@@ -194,6 +198,77 @@ def check_imports_from(venv: Path, work: Path, modules: list[str]) -> None:
         assert Path(path).is_relative_to(venv), f"{path} is not inside {venv}"
 
 
+NOBODY = 65534
+
+
+def base_python() -> str:
+    """An interpreter user nobody can run, for a venv it can run too: this one unless it lives in a private folder."""
+    system = Path("/usr/bin/python3")
+    as_root = os.getuid() == 0 and shutil.which("setpriv") is not None
+    if (
+        not as_root
+        or not system.exists()
+        or all(os.stat(p).st_mode & 0o001 for p in Path(sys.executable).resolve().parents)
+    ):
+        return sys.executable
+    return str(system)
+
+
+def nobody_config(tmp: Path) -> tuple[Path, Path]:
+    """A home and a served folder of user nobody's; its ``~/.local`` made here (0755), as a distribution makes it."""
+    home, work = tmp / "nobody-home", tmp / "nobody-work"
+    (home / ".local/share").mkdir(parents=True)
+    (work / "notes").mkdir(parents=True)
+    (home / ".config/nexus").mkdir(parents=True)
+    config = home / ".config/nexus/nexus.toml"
+    config.write_text(
+        f'[server]\nroots = ["{work}"]\n[plugins.files]\ncategories = ["read", "search", "write"]\n'
+        '[plugins.graph]\ncategories = ["read", "write"]\n[plugins.manual]\ncategories = ["read", "write"]\n'
+        f'[plugins.manual.libraries]\nnotes = "{work / "notes"}"\n'
+    )
+    for path in (home, work, *home.rglob("*"), *work.rglob("*")):
+        os.chown(path, NOBODY, NOBODY)
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return home, work
+
+
+async def check_as_nobody(tmp: Path, venv: Path) -> None:
+    """The key flows as another, unprivileged user; everything Nexus creates is that user's alone."""
+    home, work = nobody_config(tmp)
+    env = server_env(home, venv)
+    setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    params = StdioServerParameters(command=setpriv[0], args=[*setpriv[1:], str(venv / "bin/nexus"), "serve"], env=env)
+    try:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            fact = {"content": "Nobody's deploys go out on Fridays.", "context_name": "ops", "tags": ["deploy"]}
+            stored = await call(session, "store_memory", **fact, memory_type="decision")
+            recalled = await call(session, "recall_memories", query="when are deploys released", limit=1)
+            assert recalled["memories"][0]["id"] == stored["memory_id"], recalled
+            await call(session, "write_file", path=str(work / "plan.md"), content="# plan\n")
+            entity = {"category": "concepts", "id": "deploys", "type": "process", "name": "Deploys", "desc": "Fridays"}
+            await call(session, "add_entity", **entity)
+            ops = {"name": "ops", "entity_type": "team", "content": "# ops\n"}
+            await call(session, "add_entities", library_name="notes", entities=[ops])
+    finally:
+        run(*setpriv, venv / "bin/nexus", "server", "stop", env=env, cwd=tmp)
+    check_private(home, work)
+    step("  as user nobody: stored, recalled and wrote through the venv; everything it made is private")
+
+
+def check_private(home: Path, work: Path) -> None:
+    ours = [home / ".local/share/nexus", home / ".local/state/nexus"]
+    made = [*ours, *(p for folder in ours for p in folder.rglob("*")), *(work / "notes").rglob("*")]
+    assert len(made) > 5, made
+    for path in made:
+        st = path.lstat()
+        want = 0o700 if path.is_dir() else 0o600
+        assert st.st_uid == NOBODY and st.st_mode & 0o777 == want, f"{path}: {oct(st.st_mode)} uid {st.st_uid}"
+    for folder in (home / ".local", home / ".local/share", work / "notes"):
+        assert folder.stat().st_mode & 0o777 == 0o755, f"{folder} was changed"
+    assert (work / "plan.md").stat().st_uid == NOBODY
+
+
 def check_uv_tool(tmp: Path, venv: Path) -> None:
     """The install page's ``uv tool install`` line gives a ``nexus`` with the plugins it names."""
     command = readme_command("uv tool install --find-links dist ")
@@ -213,7 +288,7 @@ def main() -> None:
         venv, work = tmp / "venv", tmp / "work"
         work.mkdir()
         (work / "README.md").write_text("a file for read_file\n")
-        run(sys.executable, "-m", "venv", venv)
+        run(base_python(), "-m", "venv", venv)
         command = readme_command("scripts/wheels && pip install --find-links dist ")
         step(f"the install page's install, in a fresh venv: {command}")
         run("bash", "-c", command, env=pip_env(venv), cwd=REPO)
@@ -231,6 +306,9 @@ def main() -> None:
         shutil.rmtree(work / "data")
         anyio.run(serve_and_check, venv, work, write_config(work, venv, everything=True), True)
         check_uv_tool(tmp, venv)
+        if base_python() != sys.executable or os.getuid() == 0:
+            tmp.chmod(0o755)  # mkdtemp's 0700 would keep nobody out of the venv
+            anyio.run(check_as_nobody, tmp, venv)
         step("wheelhouse test passed")
     finally:
         if keep:
