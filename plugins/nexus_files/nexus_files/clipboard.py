@@ -23,9 +23,9 @@ KEY = "clipboard"
 
 
 class Clipboard(ToolOutput):
-    path: str | None = Field(description="The file the lines came from; None while the clipboard is empty.")
-    start_line: int = Field(description="First line copied, 1-based (0 when empty).")
-    end_line: int = Field(description="Last line copied, 1-based (0 when empty).")
+    path: str | None  # None while the clipboard is empty
+    start_line: int  # 1-based; 0 when empty
+    end_line: int
     lines: int
     bytes: int
 
@@ -37,7 +37,7 @@ class Clipboard(ToolOutput):
 
 
 class ClipboardText(Clipboard):
-    text: str = Field(description="The copied lines, as they were in the file.")
+    text: str
 
     def render(self) -> str:
         return super().render() + (f"\n{self.text}" if self.text else "")
@@ -45,9 +45,9 @@ class ClipboardText(Clipboard):
 
 class Pasted(ToolOutput):
     path: str
-    line: int = Field(description="The 1-based line where the first pasted line now is.")
-    lines: int = Field(description="Lines inserted.")
-    size: int = Field(description="The file's size afterwards, in bytes.")
+    line: int  # where the first pasted line now is, 1-based
+    lines: int
+    size: int  # of the file afterwards, in bytes
     created: bool
 
     def render(self) -> str:
