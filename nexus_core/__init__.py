@@ -33,6 +33,7 @@ _EXPORTS = {
     "LivePrompt": "nexus_core.host.live_items",
     "LiveResource": "nexus_core.host.live_items",
     "LiveTool": "nexus_core.host.live_items",
+    "report_progress": "nexus_core.host.progress",
     "locked": "nexus_core.fs.locks",
     "make_undumpable": "nexus_core.host.hardening",
     "lock_path": "nexus_core.fs.locks",
@@ -90,6 +91,7 @@ __all__ = [
     "on_loop",
     "prefixed",
     "private_folder",
+    "report_progress",
     "run_nonblocking",
     "shared_session",
     "stop_shared_server",
@@ -123,6 +125,7 @@ if TYPE_CHECKING:
     from nexus_core.hookspecs import hookimpl
     from nexus_core.host.hardening import make_undumpable
     from nexus_core.host.live_items import LivePrompt, LiveResource, LiveTool
+    from nexus_core.host.progress import report_progress
     from nexus_core.host.registrars import (
         PluginConfig,
         PluginContext,

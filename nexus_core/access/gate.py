@@ -170,7 +170,9 @@ class Sessions:
             return bound_already  # a transport that serves one client per connection bound it
         connection = getattr(ctx.session, "_connection", None)
         if connection is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return self._make()  # a 2026-07-28 request stands alone
+            session = self._make()  # a 2026-07-28 request stands alone: nothing it keeps outlives it
+            session.lasting = False
+            return session
         session = self._by_connection.get(connection)
         if session is None:
             session = self._by_connection[connection] = self._make()

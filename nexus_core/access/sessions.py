@@ -67,6 +67,8 @@ class Session:
     found_tools: set[str] = field(default_factory=set)  # tool search: what find_tools showed, listed from then on
     _roots_wait: Any = field(default=None, repr=False)  # an anyio.Event while roots/list is outstanding
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # per-session derived state (path policies)
+    state: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)  # each plugin's, gone with the session
+    lasting: bool = True  # False: a request that stands alone (2026-07-28 without a connection of its own)
 
     def roots(self) -> tuple[Path, ...]:
         """The folders this session may work in when the config names none; empty when it has none."""

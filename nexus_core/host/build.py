@@ -45,7 +45,7 @@ from nexus_core.config.model import NexusConfig, PluginTable, validation_error
 from nexus_core.errors import ConfigError, NexusError, PluginError
 from nexus_core.fs.atomic import sweep
 from nexus_core.fs.paths import PathPolicy
-from nexus_core.host import sdk, tracing
+from nexus_core.host import progress, sdk, tracing
 from nexus_core.host.argument_errors import argument_error
 from nexus_core.host.discovery import NexusPluginManager, PluginRecord
 from nexus_core.host.live_items import Kind, LiveCatalog, LivePrompt, LiveResource, LiveTool, Published
@@ -131,6 +131,12 @@ class NexusServer(MCPServer[Any]):
         self.host = host
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        send = progress.sender(context)  # the client gave a progress token: what the tool reports reaches it
+        if send is None:
+            return await self._call(name, arguments, context)
+        return await progress.reported(send, functools.partial(self._call, name, arguments, context))
+
+    async def _call(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
         native = self.host.tools.get(name)
         if native is not None:
             call = functools.partial(self._call_native, native.plugin, name, arguments, context)

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict
 
+from nexus_core.access.sessions import current
 from nexus_core.errors import PluginError
 from nexus_core.fs.modes import private_folder
 from nexus_core.fs.paths import PathPolicy
@@ -51,7 +53,7 @@ class PluginContext:
     every path the plugin touches must pass through; ``data_dir`` (created on
     first use) is where it keeps its files; ``log`` writes to stderr; ``state``
     holds what the plugin opens at run time (a database handle, an index) so
-    its hooks can share it.
+    its hooks can share it; ``session_state()`` holds what belongs to one client's session.
 
     While serving, a plugin may also run background tasks and publish tools,
     resources and prompts it learns only then (``publish``).
@@ -101,6 +103,20 @@ class PluginContext:
         right after starting the server finds the tools of upstream servers that connect quickly.
         """
         self._runtime().delay_listing(self.name, event, at_most)
+
+    def session_state(self) -> dict[str, Any]:
+        """This plugin's state in the calling client's session: private to that session, gone when it ends.
+
+        Raises ``ToolError`` (the message says why) for a request that has no session to keep it in: a
+        2026-07-28 request over Streamable HTTP stands alone, each one its own session.
+        """
+        session = current()
+        if not session.lasting:
+            raise ToolError(
+                "this request has no session to keep anything in: a 2026-07-28 request over HTTP stands alone; "
+                "connect over stdio, or over HTTP with the initialize handshake"
+            )
+        return session.state.setdefault(self.name, {})
 
     def _runtime(self) -> Runtime:
         if self.runtime is None:

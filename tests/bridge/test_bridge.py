@@ -417,7 +417,7 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 10 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
+    assert "connected; 11 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))

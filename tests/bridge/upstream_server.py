@@ -1,7 +1,7 @@
 """A small MCP server for the bridge's tests: ``python upstream_server.py [stdio | http PORT | sse PORT]``.
 
 Its tools cover what the bridge must forward faithfully: structured output,
-annotations, errors, a crash in mid-call, its own environment, a read-only idempotent counter (to see
+annotations, errors, progress, a crash in mid-call, its own environment, a read-only idempotent counter (to see
 the cache, and one not idempotent) and a tool that adds a tool (to see list_changed followed).
 """
 
@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ResourceLink, ToolAnnotations
@@ -87,6 +88,15 @@ async def grow(name: str, ctx: Context) -> str:
     await ctx.notify_tools_changed()  # 2026-07-28 clients: a subscriptions/listen event
     await ctx.request_context.session.send_tool_list_changed()  # earlier clients: a notification
     return f"added {name}"
+
+
+@server.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Report progress STEPS times, 0.05 s apart (to see the bridge pass it on)."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        await anyio.sleep(0.05)
+    return f"{steps} steps"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

@@ -11,6 +11,7 @@ reason, instead of waiting on a dead pipe.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fnmatch
 import functools
 import json
@@ -36,7 +37,16 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_bridge.config import ServerTable, prefix_of
-from nexus_core import EnvRef, LivePrompt, LiveResource, LiveTool, PluginContext, ToolError, prefixed
+from nexus_core import (
+    EnvRef,
+    LivePrompt,
+    LiveResource,
+    LiveTool,
+    PluginContext,
+    ToolError,
+    prefixed,
+    report_progress,
+)
 
 MAX_BACKOFF = 60.0
 PROTOCOL_META = "io.modelcontextprotocol/"
@@ -319,8 +329,9 @@ class Upstream:
         key = (tool, json.dumps(arguments, sort_keys=True, default=str)) if tool in self._read_only else None
         if key and (cached := self._cache.get(key)):
             return cached
+        forward = _progress_forwarder()
         try:
-            result = await client.call_tool(tool, arguments)
+            result = await client.call_tool(tool, arguments, progress_callback=forward)
         except Exception as exc:
             if not _connection_failed(exc):
                 raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
@@ -331,7 +342,7 @@ class Upstream:
             if again is None:
                 raise ToolError(self._failed(client, exc, f"tool '{tool}'")) from None
             try:
-                result = await again.call_tool(tool, arguments)
+                result = await again.call_tool(tool, arguments, progress_callback=forward)
             except Exception as exc:
                 raise ToolError(self._failed(again, exc, f"tool '{tool}'")) from None
         result = _own_meta(result)
@@ -491,6 +502,20 @@ async def _all_pages(method: Any, field: str) -> list[Any]:
         cursor = page.next_cursor
         if not cursor:
             return items
+
+
+def _progress_forwarder() -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    """A progress callback that passes the server's progress on to the client calling through Nexus.
+
+    The official client runs it in its own task: it reports in the calling task's context, copied here,
+    where the host keeps the call's progress (and drops it when the caller asked for none).
+    """
+    context = contextvars.copy_context()
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        context.run(report_progress, progress, total, message)
+
+    return forward
 
 
 def _connection_failed(exc: BaseException) -> bool:

@@ -42,9 +42,9 @@ def nexus_config_model() -> type[BaseModel]:
 
 @hookimpl
 def nexus_register_tools(register, ctx: PluginContext) -> None:
-    from . import execute, git, read, search, write
+    from . import clipboard, execute, git, read, search, write
 
-    for module in (read, search, write, execute, git):
+    for module in (read, search, write, execute, git, clipboard):
         module.register(register, ctx)
 
 

@@ -33,12 +33,13 @@ from pathlib import Path
 import pathspec
 import re2
 
-from nexus_core import PathPolicy, ToolError
+from nexus_core import PathPolicy, ToolError, report_progress
 
 from .fs import looks_binary
 from .walk import RG_WALK_FLAGS, DenyFilter, sort_key, walk_files
 
 MAX_LINE_CHARS = 500
+PROGRESS_EVERY = 256  # files walked between two progress reports of the Python engine
 # rg output beyond this many matches is not read (a safety valve against huge result sets).
 RG_MATCH_VALVE = 20_000
 
@@ -242,11 +243,13 @@ def _grep_tree(start: Path, policy: PathPolicy, q: Query, regex: re2._Regexp, de
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
-            for entry in walk_files(start, policy, include_ignored=q.include_ignored):
+            for walked, entry in enumerate(walk_files(start, policy, include_ignored=q.include_ignored), 1):
                 if found > q.max_results:
                     break
                 if time.monotonic() > deadline:
                     raise SearchTimeout
+                if walked % PROGRESS_EVERY == 0:
+                    report_progress(walked, message=f"{walked} files searched, {found} matching lines")
                 if not keep(entry.rel):
                     continue
                 # Each task runs in a copy of this context: the path policy follows the calling session.
@@ -399,6 +402,7 @@ def _run_rg(
                 rel = _rg_text(data["path"]).removeprefix("./")
                 visible = deny.allows(base + rel) and keep(rel)
                 current = files.setdefault(rel, FileHits(rel)) if visible else None
+                report_progress(len(files), message=f"{matches} matching lines in {len(files)} files so far")
             elif kind in ("match", "context") and current is not None:
                 text = clip(_rg_text(data["lines"]).removesuffix("\n").removesuffix("\r"))
                 current.lines.append((data["line_number"], text, kind == "match"))

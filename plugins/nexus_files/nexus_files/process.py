@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexus_core import make_undumpable
+from nexus_core import make_undumpable, report_progress
 
 # The environment a command gets: these names, LC_*, and what pass_env adds. Anything else
 # (OPENAI_KEY, GITHUB_PAT, MONGODB_URI, ...) stays out, whatever it is called.
@@ -78,8 +79,8 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
-    """Wait until the process itself exits (True) or ``timeout`` passes (False).
+async def _exited(proc: asyncio.subprocess.Process, timeout: float, tick: Callable[[], object] | None = None) -> bool:
+    """Wait until the process itself exits (True) or ``timeout`` passes (False); ``tick()`` at every look.
 
     Not ``proc.wait()``: on Python 3.11 that also waits for stdout and stderr to
     close, which a background job of the command can keep open for as long as it runs.
@@ -92,7 +93,19 @@ async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
             return False
         await asyncio.sleep(min(delay, remaining))
         delay = min(delay * 2, 0.05)
+        if tick is not None:
+            tick()
     return True
+
+
+def _report(started: float, out: _Sink, err: _Sink) -> None:
+    """The progress of a running command: how long it has run, how much it wrote, its last line (streamed)."""
+    seconds = time.perf_counter() - started
+    last = (out.data or err.data)[-400:].rstrip().rsplit(b"\n", 1)[-1].decode("utf-8", "replace")
+    written = len(out.data) + len(err.data)
+    report_progress(
+        round(seconds, 1), message=f"running {seconds:.0f} s, {written} bytes of output" + (f": {last}" if last else "")
+    )
 
 
 async def _drain(readers: asyncio.Future, seconds: float) -> bool:
@@ -144,7 +157,7 @@ async def run_process(
                 proc.stdin.write(stdin)
                 await proc.stdin.drain()
             proc.stdin.close()
-        if not await _exited(proc, timeout):
+        if not await _exited(proc, timeout, functools.partial(_report, started, out, err)):
             timed_out = True
             if contained:  # the reaper kills every descendant, then exits; the group kill below is the fallback
                 with contextlib.suppress(ProcessLookupError):

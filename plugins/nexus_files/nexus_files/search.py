@@ -5,19 +5,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Literal
 
 import pathspec
 from pydantic import BaseModel, Field
 
-from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar
+from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar, report_progress
 
 from .config import FilesConfig
 from .fs import SNIFF_BYTES, TooLarge, human_size, looks_binary, open_file, read_data
 from .grep_engine import GlobFilter, Query, confirm, python_grep, rg_grep, smart_ignore_case, trim
 from .results import ToolOutput, tool
 from .walk import DenyFilter, rg_list_files, ripgrep, sort_key, walk_files
+
+PROGRESS_EVERY = 512  # files between two progress reports: the figures cost nothing next to the work
 
 Globs = Annotated[list[str], Field(description="Globs (gitignore syntax) relative to `path`.")]
 
@@ -125,6 +128,27 @@ def folder(policy: PathPolicy, path: str) -> Path:
     return real
 
 
+def listed(paths: Iterable[str], before: int = 0) -> list[str]:
+    """The paths, with progress reported as they come (a walk of a big tree takes seconds); ``before``: files
+    listed already, by an earlier walk of the same call."""
+    out = []
+    for path in paths:
+        out.append(path)
+        if len(out) % PROGRESS_EVERY == 0:
+            report_progress(before + len(out), message=f"{before + len(out)} files listed")
+    return out
+
+
+def matching(rels: list[str], spec: pathspec.GitIgnoreSpec, pattern: str) -> Iterator[str]:
+    """The paths ``spec`` matches; progress counts listing and matching alike, so its total is twice the files."""
+    total = 2 * len(rels)
+    for i, rel in enumerate(rels):
+        if i % PROGRESS_EVERY == 0:
+            report_progress(len(rels) + i, total, f"matching {len(rels)} files against {pattern!r}")
+        if spec.match_file(rel):
+            yield rel
+
+
 def glob(
     ctx: PluginContext,
     pattern: Annotated[
@@ -156,8 +180,8 @@ def glob(
             rg, start, DenyFilter(policy), include_ignored=include_ignored, timeout=config.search_timeout
         )
     else:
-        rels = [e.rel for e in walk_files(start, policy, include_ignored=include_ignored)]
-    matched = sorted((r for r in rels if spec.match_file(r)), key=sort_key)
+        rels = listed(e.rel for e in walk_files(start, policy, include_ignored=include_ignored))
+    matched = sorted(matching(rels, spec, pattern), key=sort_key)
     page = matched[offset : offset + limit]
     end = offset + len(page)
     return GlobResult(
@@ -239,7 +263,8 @@ def concat_files(
     for given in paths:
         real = policy.resolve(given)
         if real.is_dir():
-            chosen += [Path(e.path) for e in walk_files(real, policy, include_ignored=include_ignored) if keep(e.rel)]
+            walked = (e.path for e in walk_files(real, policy, include_ignored=include_ignored) if keep(e.rel))
+            chosen += map(Path, listed(walked, len(chosen)))
         elif real.is_file():
             chosen.append(real)
         else:
@@ -249,8 +274,10 @@ def concat_files(
     files: list[str] = []
     skipped: list[Skipped] = []
     truncated = False
-    for real in dict.fromkeys(chosen):  # keep order, drop duplicates
+    unique = list(dict.fromkeys(chosen))  # keep order, drop duplicates
+    for done, real in enumerate(unique):
         shown = policy.display(real)
+        report_progress(len(unique) + done, 2 * len(unique), f"reading {shown}")  # listing was the first half
         try:
             with open_file(policy, str(real)) as opened:
                 data = read_data(opened, shown, config.max_file_size)

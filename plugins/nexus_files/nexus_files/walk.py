@@ -14,13 +14,14 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
 
-from nexus_core import PathPolicy, ToolError
+from nexus_core import PathPolicy, ToolError, report_progress
 
 # Same file set as the Python walker: see the module docstring.
 RG_WALK_FLAGS = (
@@ -240,21 +241,49 @@ def ripgrep(mode: str, explicit: str | None) -> str | None:
 def rg_list_files(
     rg: str, start: Path, deny: DenyFilter, *, include_ignored: bool, timeout: float, extra: Sequence[str] = ()
 ) -> list[str]:
-    """Files under ``start`` as ripgrep sees them (relative, "/"-separated), deny-filtered."""
+    """Files under ``start`` as ripgrep sees them (relative, "/"-separated), deny-filtered.
+
+    Read as rg lists them, so a call with a progress token hears how many so far (a big tree takes seconds).
+    """
     cmd = [rg, "--files", "--null", *RG_WALK_FLAGS, *extra]
     if include_ignored:
         cmd.append("--no-ignore-vcs")
+    # --no-messages: rg writes nothing to stderr but a fatal error, which the pipe holds whole
+    proc = subprocess.Popen(
+        [*cmd, "."], cwd=start, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
+    chunks, listed = [], 0
     try:
-        proc = subprocess.run(
-            [*cmd, "."], cwd=start, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise ToolError(f"listing files took longer than search_timeout ({timeout} s); narrow the path") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        while chunk := proc.stdout.read1(1 << 16):
+            chunks.append(chunk)
+            listed += chunk.count(b"\0")
+            report_progress(listed, message=f"{listed} files listed")
+        stderr = proc.stderr.read()
+        proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+    if expired.is_set():
+        raise ToolError(f"listing files took longer than search_timeout ({timeout} s); narrow the path")
     if proc.returncode not in (0, 1):
-        raise ToolError(f"ripgrep failed: {proc.stderr.decode(errors='replace').strip()}")
+        raise ToolError(f"ripgrep failed: {stderr.decode(errors='replace').strip()}")
     base = str(start) + os.sep
     out = []
-    for raw in proc.stdout.split(b"\0"):
+    for raw in b"".join(chunks).split(b"\0"):
         if not raw:
             continue
         rel = os.fsdecode(raw).removeprefix("./")
