@@ -35,7 +35,8 @@ async def store_memory(
     tags: Annotated[list[str], Field(description="Keywords: technology, error family, component ([] for none).")],
     memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
     image_path: Annotated[
-        str | None, Field(description="A screenshot or diagram to keep with it: a PNG, JPEG, WebP or GIF file.")
+        str | None,
+        Field(description="A screenshot or diagram to keep with it: a PNG, JPEG, WebP or GIF file inside the roots."),
     ] = None,
     image_data: Annotated[
         str | None, Field(description="The image's bytes in base64 (or a data: URL), instead of image_path.")
