@@ -9,7 +9,6 @@ process: ~1-2 s, then ~0.5-1.5 s an image on the 2-core machine); the images are
 from __future__ import annotations
 
 import base64
-import io
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -18,25 +17,16 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from PIL import Image, ImageDraw, ImageFont
 
 import nexus_memory
 from nexus_core.assembly import build_host
 from nexus_core.config.model import parse_config
 from nexus_core.host.discovery import get_plugin_manager
 from nexus_memory.images import files
-from tests.memory.helpers import call, fails, store
+from tests.memory.helpers import TRACE, call, fails, screenshot, store
 
 pytestmark = pytest.mark.anyio
 
-TRACE = [
-    "Traceback (most recent call last):",
-    '  File "/srv/shop/checkout/views.py", line 88, in place_order',
-    "    total = cart.total(currency)",
-    '  File "/srv/shop/checkout/cart.py", line 41, in total',
-    '    return sum(item["price"] * item["qty"] for item in self.items)',
-    "KeyError: 'price'",
-]
 # Other memories of the same project, two of them near the screenshot's words (checkout, cart, KeyError, prices).
 OTHERS = [
     ("Checkout page was slow: the cart total ran one query per item (N+1). Prefetched the items.", ["django"]),
@@ -44,18 +34,6 @@ OTHERS = [
     ("Postgres refused connections on 5432: the container was not ready; added a healthcheck.", ["postgres"]),
     ("Prices were rounded twice in invoices; use Decimal with quantize once at the end.", ["billing"]),
 ]
-
-
-def screenshot(lines: list[str], fmt: str = "PNG") -> bytes:
-    """A terminal-like screenshot of ``lines``: light text on a dark background."""
-    font = ImageFont.load_default(size=18)
-    picture = Image.new("RGB", (760, 30 + 26 * len(lines)), (30, 30, 30))
-    draw = ImageDraw.Draw(picture)
-    for i, line in enumerate(lines):
-        draw.text((14, 14 + 26 * i), line, font=font, fill=(230, 230, 230))
-    out = io.BytesIO()
-    picture.save(out, fmt)
-    return out.getvalue()
 
 
 def b64(data: bytes) -> str:
