@@ -3,12 +3,15 @@
 about the error; get_memory returns the image as image content, recall as a resource link.
 
 One host and one client for the module (real MiniLM, real embedded Chroma, real OCR models, loaded once per
-process: ~1-2 s, then ~0.5-1.5 s an image on the 2-core machine); the images are rendered with Pillow.
+process: 1.1 CPU-s, then 0.5 CPU-s for a one-line screenshot, 1.4 for the six-line trace); the images are rendered
+with Pillow, short where the test allows, as OCR time grows with the lines.
 """
 
 from __future__ import annotations
 
 import base64
+import io
+import socket
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -17,12 +20,14 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from PIL import Image
 
 import nexus_memory
 from nexus_core.assembly import build_host
 from nexus_core.config.model import parse_config
 from nexus_core.host.discovery import get_plugin_manager
-from nexus_memory.images import files
+from nexus_memory.embed import checksums
+from nexus_memory.images import files, ocr
 from tests.memory.helpers import TRACE, call, fails, screenshot, store
 
 pytestmark = pytest.mark.anyio
@@ -166,3 +171,20 @@ async def test_a_memory_without_an_image_answers_as_before(client: Client) -> No
     memory_id = await store(client, "Plain text memories carry no image.", "shop", ["misc"])
     got = await client.call_tool("get_memory", {"memory_id": memory_id})
     assert [b.type for b in got.content] == ["text"] and got.structured_content["image"] == ""
+
+
+def test_the_ocr_models_come_from_the_installed_wheel_and_nothing_is_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh engine, with every socket refused: it loads the two checked files of the package and reads text."""
+
+    def refuse(*args: object) -> None:
+        raise AssertionError(f"the OCR reached for the network: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(ocr, "_engine", None)  # the engine the other tests share is put back after
+    engine = ocr.engine()
+    folder = checksums.folder(checksums.RAPIDOCR)
+    assert engine.cfg.Det.model_path == str(folder / "models" / "PP-OCRv6_det_small.onnx")
+    assert engine.cfg.Rec.model_path == str(folder / "models" / "PP-OCRv6_rec_small.onnx")
+    assert engine.cfg.Global.use_cls is False
+    picture = Image.open(io.BytesIO(screenshot(TRACE[-1:])))
+    assert ocr.read_text(picture).startswith("KeyError")
