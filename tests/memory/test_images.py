@@ -101,6 +101,8 @@ async def test_a_screenshot_of_a_stack_trace_is_recalled_by_a_question_about_the
     assert [b.type for b in got.content] == ["text", "image"]
     assert got.content[1].mime_type == "image/png" and base64.b64decode(got.content[1].data) == image
     assert "KeyError" in got.structured_content["content"] and "place_order" in got.structured_content["content"]
+    markdown = (await client.read_resource(f"memory://{memory_id}")).contents[0].text
+    assert f"\n- image: {top['image']}\n" in markdown
 
 
 async def test_an_image_file_inside_the_roots_is_kept_beside_the_text_in_a_private_file(
