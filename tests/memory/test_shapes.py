@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 COUNT = {"name": str, "count": int}
 LIST_ITEM = {"id": str, "summary": str, "type": str, "context": str, "tags": [str], "created_at": str}
-LIST_ITEM_ADDED = {"updated_at": str, "archived": bool}
+LIST_ITEM_ADDED = {"updated_at": str, "archived": bool, "image": str}
 RECALLED = (
     LIST_ITEM
     | {"content": str, "similarity": float}
@@ -64,7 +64,7 @@ SHAPES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "created_at": str,
             "updated_at": str,
         },
-        {"archived": bool, "last_recalled_at": str},
+        {"archived": bool, "last_recalled_at": str, "image": str},
     ),
     "update_memory": ({"success": bool, "memory_id": str, "changes": [str]}, {"updated_at": str}),
     "delete_memory": ({"success": bool, "deleted_id": str}, {"links_removed": int}),
@@ -205,9 +205,11 @@ async def test_parameters_are_the_designs(seeded: tuple[Client, dict[str, str]])
         return {k: v.get("default") for k, v in schema["properties"].items()}, sorted(schema.get("required", []))
 
     assert params("ping") == ({}, [])
+    # content may be left out when an image is given (its text is the content): the design's calls work as written
+    images = {"image_path": None, "image_data": None, "image_mime_type": None}
     assert params("store_memory") == (
-        {"content": None, "context_name": None, "tags": None, "memory_type": "insight"},
-        ["content", "context_name", "tags"],
+        {"content": "", "context_name": None, "tags": None, "memory_type": "insight", **images},
+        ["context_name", "tags"],
     )
     filters = {"context_filter": None, "tag_filter": None, "type_filter": None}
     added = {"include_archived": False}  # Nexus's additions, all optional

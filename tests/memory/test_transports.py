@@ -1,13 +1,16 @@
-"""The plugin over real stdio and Streamable HTTP, installed and found through its entry point."""
+"""The plugin over real stdio and Streamable HTTP, installed and found through its entry point: text memories, and
+images (a file inside the roots over stdio, base64 over HTTP) returned as image content and resource links."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import anyio
 import pytest
 
 from tests.conftest import http_client, stdio_session, write_config
+from tests.memory.helpers import TRACE, screenshot
 
 pytestmark = pytest.mark.anyio
 
@@ -29,6 +32,12 @@ async def test_stdio(tmp_path: Path) -> None:
         assert not stored.is_error
         hit = await session.call_tool("recall_memories", {"query": "bad gateway right after a release"})
         assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
+        # an image by its path inside the root (a one-line screenshot: OCR costs time), returned as image content
+        (tmp_path / "trace.png").write_bytes(image := screenshot(TRACE[-1:]))
+        shot = await session.call_tool("store_memory", {"context_name": "shop", "tags": [], "image_path": "trace.png"})
+        got = await session.call_tool("get_memory", {"memory_id": shot.structured_content["memory_id"]})
+        assert got.structured_content["content"].startswith("KeyError")
+        assert got.content[1].type == "image" and base64.b64decode(got.content[1].data) == image
     assert (tmp_path / "data" / "memory" / "chroma").is_dir()
 
 
@@ -51,3 +60,11 @@ async def test_streamable_http(http_server, tmp_path: Path) -> None:
         assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
         bad = await client.call_tool("get_memory", {"memory_id": "not-an-id"})
         assert bad.is_error and "not a memory id" in bad.content[0].text
+        # an image as base64, recalled with a resource link the client reads
+        image = screenshot(TRACE[-1:])
+        await client.call_tool(
+            "store_memory", {"context_name": "shop", "tags": [], "image_data": base64.b64encode(image).decode()}
+        )
+        hit = await client.call_tool("recall_memories", {"query": "KeyError price"})
+        (link,) = [b for b in hit.content if b.type == "resource_link"]
+        assert base64.b64decode((await client.read_resource(str(link.uri))).contents[0].blob) == image

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from nexus_core import ToolError
 from nexus_memory.analysis import summarize
+from nexus_memory.images.files import image_uri
 from nexus_memory.models import Memory, MemoryListItem
 from nexus_memory.store import Record
 
@@ -29,6 +30,7 @@ def list_item(r: Record) -> MemoryListItem:
         created_at=r.created_at,
         updated_at=r.updated_at,
         archived=r.archived,
+        image=image_uri(r.id, r.image),
     )
 
 
@@ -44,6 +46,7 @@ def full(r: Record) -> Memory:
         updated_at=r.updated_at,
         archived=r.archived,
         last_recalled_at=r.last_recalled_at,
+        image=image_uri(r.id, r.image),
     )
 
 

@@ -70,6 +70,9 @@ class MemoryListItem(BaseModel):
     created_at: str
     updated_at: str = Field(description="Added: when the memory last changed.")
     archived: bool = Field(False, description="Added: archived memories are left out unless include_archived.")
+    image: str = Field(
+        "", description="Added: the URI of its image (memory://<id>/image.<ext>, a resource), '' when it has none."
+    )
 
 
 class RecalledMemory(MemoryListItem):
@@ -110,6 +113,11 @@ class Memory(BaseModel):
     updated_at: str
     archived: bool = Field(False, description="Added.")
     last_recalled_at: str = Field("", description="Added: when recall last returned it (at most daily); '' never.")
+    image: str = Field(
+        "",
+        description="Added: the URI of its image (memory://<id>/image.<ext>, also returned as image content), "
+        "'' when it has none.",
+    )
 
 
 class CountItem(BaseModel):

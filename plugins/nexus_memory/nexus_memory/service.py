@@ -11,12 +11,14 @@ import functools
 import logging
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from nexus_core import ToolError
 from nexus_memory.analysis import NewMemory, knowledge_report, link_suggestion_message, store_analysis, summarize
 from nexus_memory.fields import NotFound, clean_content, clean_id, clean_tags, full, list_item, now
+from nexus_memory.images.files import ImageFiles
+from nexus_memory.images.given import GivenImage, with_text
 from nexus_memory.models import (
     MEMORY_TYPES,
     ContextSibling,
@@ -102,6 +104,7 @@ class MemoryService:
         self.workers = workers or Workers()
         self.touches = Touches(store, self.workers) if touch else None
         self.parts = PartsWriter(store, self.workers)  # sentence vectors, written in the background
+        self.images = ImageFiles(store.data_dir / "images")  # memories' images, beside the store
         # Where recall asks for the sentence vectors nearest a query beside its candidates' query (None: after).
         self.beside = self.workers.pool(RECALL, 2)
         store.parts_later = self.parts.put
@@ -138,13 +141,21 @@ class MemoryService:
 
     @served
     def store_memory(
-        self, content: str, context_name: str, tags: list[str], memory_type: str, memory_id: str | None = None
+        self,
+        content: str,
+        context_name: str,
+        tags: list[str],
+        memory_type: str,
+        memory_id: str | None = None,
+        image: GivenImage | None = None,
     ) -> StoredMemory:
-        content, tags, context = clean_content(content), clean_tags(tags), context_name.strip()
+        """``image``: kept beside the memory, its text (read already) added to the content (``given.with_text``)."""
+        content, tags, context = clean_content(with_text(content, image)), clean_tags(tags), context_name.strip()
         if not context:
             raise ToolError("context_name is empty: name the project this memory belongs to")
         stamp = now()
         record = Record(memory_id or str(uuid.uuid4()), content, memory_type, context, tags, stamp, stamp)
+        record.image = image.mime_type if image is not None else ""
         vector = self.store.embed_records([record])[0]
         with self.store.write_lock:
             neighbours = self.store.query(vector, NEIGHBOURS)
@@ -162,13 +173,30 @@ class MemoryService:
                 suggested_tags=suggested_tags,
             )
             with self.store.atomic():  # the last step: once it succeeds, nothing else can fail
+                if image is not None:
+                    self.images.put(record.id, image.data, image.mime_type)
+                    self.store.will_undo(lambda: self.images.remove(record.id, record.image))
                 self.store.add([record], [vector])
         return stored
 
     def forget(self, memory_id: str) -> None:
         """Remove a memory just stored by a call that was then cancelled (its client will store it again)."""
         with self.store.write_lock, self.store.atomic():
-            self.store.delete(list(self.store.get([memory_id])))
+            gone = self.store.get([memory_id])
+            self.store.delete(list(gone))
+        self._drop_images(gone.values())
+
+    def _drop_images(self, records: Iterable[Record]) -> None:
+        """Remove the image files of memories just deleted (after the delete: a failed one keeps them)."""
+        for r in records:
+            if r.image:
+                self.images.remove(r.id, r.image)
+
+    def image(self, memory_id: str) -> tuple[str, bytes] | None:
+        """A memory's image: its mime type and bytes; None when it has none (or its file is gone)."""
+        record = self._one(memory_id)
+        data = self.images.read(record.id, record.image) if record.image else None
+        return (record.image, data) if data is not None else None
 
     @served
     def recall(
@@ -281,6 +309,7 @@ class MemoryService:
             with self.store.atomic():
                 removed = self.store.links.remove(self.store.links.of(record.id))
                 self.store.delete([record.id])
+        self._drop_images([record])
         return DeletedMemory(success=True, deleted_id=record.id, links_removed=removed)
 
     def merge(self, target_id: str, source_ids: list[str], content: str | None) -> MergedMemory:
@@ -298,9 +327,11 @@ class MemoryService:
             target.updated_at = now()
             vector = self.store.embed_records([target])[0]
             with self.store.atomic():
+                taken = self._take_image(target, sources)
                 self.store.replace(target, vector)
                 moved = self._repoint_links(gone, target.id)
                 self.store.delete(list(gone))
+        self._drop_images(s for s in sources if s is not taken)
         return MergedMemory(
             success=True,
             memory_id=target.id,
@@ -308,6 +339,17 @@ class MemoryService:
             merged_ids=[s.id for s in sources],
             links_moved=moved,
         )
+
+    def _take_image(self, target: Record, sources: list[Record]) -> Record | None:
+        """A target without an image takes the first source's (the others go with their memories)."""
+        if target.image:
+            return None
+        source = next((s for s in sources if s.image and self.images.path(s.id, s.image).exists()), None)
+        if source is not None:
+            self.images.move(source.id, target.id, source.image)
+            self.store.will_undo(lambda: self.images.move(target.id, source.id, source.image))
+            target.image = source.image
+        return source
 
     def _repoint_links(self, gone: set[str], target: str) -> int:
         old = {lk.id: lk for g in gone for lk in self.store.links.of(g)}

@@ -1,4 +1,5 @@
-"""The sha256 of every file an embedder loads (weights, vocabularies, native engines), checked before it is loaded.
+"""The sha256 of every model file the plugin loads (embedders' weights, vocabularies, native engines; the OCR models),
+checked before it is loaded.
 
 A file that differs (a broken download, a disk error, someone's edit) is refused with one line naming the file, its
 package and the command that reinstalls it. A file is hashed once per process (the cache is keyed by its path, size
@@ -69,6 +70,16 @@ MPNET_PARTS = {
     5: "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
 }
 
+# RapidOCR 3.10.0 (the [ocr] extra): the PP-OCRv6 small text detection and recognition models inside its wheel, the
+# two it loads for images (its text-direction classifier stays off).
+RAPIDOCR = Package(
+    "rapidocr", "rapidocr", "3.10.0",
+    {
+        "models/PP-OCRv6_det_small.onnx": "090f04abcd9d9a7498bc4ebf677e4cb9bdce1fe4197ddb7e529f1ef44e1ff94f",
+        "models/PP-OCRv6_rec_small.onnx": "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884",
+    },
+)  # fmt: skip
+
 _lock = threading.Lock()
 _verified: set[tuple[str, int, int, str]] = set()  # (path, size, mtime_ns, sha256) hashed in this process
 
@@ -111,12 +122,13 @@ def check_file(
         _verified.add(key)
 
 
-def check_package(package: Package) -> dict[str, Path]:
-    """Every file of ``package``'s table, checked; their paths, to load exactly the files checked."""
+def check_package(package: Package, error: type[Exception] = EmbedderError) -> dict[str, Path]:
+    """Every file of ``package``'s table, checked (a mismatch raises ``error``); their paths, to load exactly the
+    files checked."""
     base = folder(package)
     paths = {name: base / name for name in package.files}
     for name, path in paths.items():
-        check_file(path, package.name, package.reinstall, package.files[name])
+        check_file(path, package.name, package.reinstall, package.files[name], error)
     return paths
 
 
@@ -142,4 +154,15 @@ def forget() -> None:
         _verified.clear()
 
 
-__all__ = ["E5", "MINILM", "MINILM_TOKENIZER", "MPNET_PARTS", "USE", "Package", "check_bytes", "check_file"]
+__all__ = [
+    "E5",
+    "MINILM",
+    "MINILM_TOKENIZER",
+    "MPNET_PARTS",
+    "RAPIDOCR",
+    "USE",
+    "Package",
+    "check_bytes",
+    "check_file",
+    "check_package",
+]

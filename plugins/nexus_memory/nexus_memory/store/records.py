@@ -81,6 +81,7 @@ class Record:
     archived: bool = False
     last_recalled_at: str = ""
     parts_pending: bool = False  # its sentence vectors are yet to be written (by the background writer)
+    image: str = ""  # the mime type of its image ('' for none); the bytes are a file (images.files)
 
     def metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
@@ -95,6 +96,8 @@ class Record:
             meta["tags"] = list(self.tags)
         if self.last_recalled_at:
             meta["last_recalled_at"] = self.last_recalled_at
+        if self.image:
+            meta["image"] = self.image
         meta[PENDING] = self.parts_pending  # always: Chroma's upsert merges metadata, so False must be written
         return meta
 
@@ -125,6 +128,7 @@ class Record:
             archived=meta.get("archived") is True,
             last_recalled_at=str(meta.get("last_recalled_at") or ""),
             parts_pending=meta.get(PENDING) is True,
+            image=str(meta.get("image") or ""),
         )
 
 

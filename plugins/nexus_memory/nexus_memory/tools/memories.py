@@ -9,6 +9,7 @@ import anyio
 import anyio.lowlevel
 from pydantic import Field
 
+from nexus_memory.images.given import given
 from nexus_memory.models import (
     DeletedMemory,
     Memory,
@@ -20,23 +21,41 @@ from nexus_memory.models import (
     UpdatedMemory,
 )
 from nexus_memory.runtime import Runtime
+from nexus_memory.tools.images import image_content, image_links, with_blocks
 from nexus_memory.tools.params import ContextFilter, IncludeArchived, MemoryId, TagFilter, TypeFilter
 
 
 async def store_memory(
     rt: Runtime,
-    content: Annotated[str, Field(min_length=1, description="What was learned, in Markdown.")],
+    *,
+    content: Annotated[
+        str, Field(description="What was learned, in Markdown; may be left out when an image with text is given.")
+    ] = "",
     context_name: Annotated[str, Field(min_length=1, max_length=200, description="The project's name.")],
     tags: Annotated[list[str], Field(description="Keywords: technology, error family, component ([] for none).")],
     memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
+    image_path: Annotated[
+        str | None,
+        Field(description="A screenshot or diagram to keep with it: a PNG, JPEG, WebP or GIF file inside the roots."),
+    ] = None,
+    image_data: Annotated[
+        str | None, Field(description="The image's bytes in base64 (or a data: URL), instead of image_path.")
+    ] = None,
+    image_mime_type: Annotated[
+        str | None, Field(description="image_data's type, e.g. image/png (checked against the bytes).")
+    ] = None,
 ) -> StoredMemory:
-    """Remember something learned for a project. Returns its memory_id, suggested_links to similar memories,
+    """Remember something learned for a project, with an optional image (a screenshot of an error, a diagram)
+    whose text is read and stored with the content. Returns its memory_id, suggested_links to similar memories,
     insights: a likely duplicate (use update_memory), a contradiction, a success that may resolve an
     earlier failure in any project, and suggested_tags that similar memories use.
     """
+    image = None
+    if image_path is not None or image_data is not None or image_mime_type is not None:
+        image = await rt.run(lambda s: given(rt.ctx.paths, image_path, image_data, image_mime_type))
     memory_id = str(uuid.uuid4())
     try:
-        stored = await rt.run(lambda s: s.store_memory(content, context_name, tags, memory_type, memory_id))
+        stored = await rt.run(lambda s: s.store_memory(content, context_name, tags, memory_type, memory_id, image))
         await anyio.lowlevel.checkpoint()  # raises if the client cancelled while the worker thread stored
         return stored
     except anyio.get_cancelled_exc_class():
@@ -55,8 +74,10 @@ async def recall_memories(
     include_archived: IncludeArchived = False,
 ) -> RecallResult:
     """Recall memories by meaning, in any language, lifting those that contain the query's exact terms (error
-    codes, names). Superseded memories rank a little lower; archived ones are left out unless asked."""
-    return await rt.run(lambda s: s.recall(query, limit, context_filter, tag_filter, type_filter, include_archived))
+    codes, names). Superseded memories rank a little lower; archived ones are left out unless asked. A memory's
+    image comes as a resource link."""
+    found = await rt.run(lambda s: s.recall(query, limit, context_filter, tag_filter, type_filter, include_archived))
+    return with_blocks(found, image_links(found))
 
 
 async def list_memories(
@@ -75,8 +96,10 @@ async def list_memories(
 
 
 async def get_memory(rt: Runtime, memory_id: MemoryId) -> Memory:
-    """One memory in full."""
-    return await rt.run(lambda s: s.get_memory(memory_id))
+    """One memory in full, and its image, if it has one, as image content."""
+    memory = await rt.run(lambda s: s.get_memory(memory_id))
+    image = await rt.run(lambda s: s.image(memory.id)) if memory.image else None
+    return with_blocks(memory, image_content(image))
 
 
 async def update_memory(

@@ -20,9 +20,10 @@ def memory(rt: Runtime, id: str) -> str:
     except ToolError as exc:
         raise ResourceError(str(exc)) from None
     tags = ", ".join(m.tags) or "(none)"
+    image = f"- image: {m.image}\n" if m.image else ""
     return (
         f"# {m.type}: {m.context}\n\n- id: {m.id}\n- type: {m.type}\n- context: {m.context}\n- tags: {tags}\n"
-        f"- created_at: {m.created_at}\n- updated_at: {m.updated_at}\n\n{m.content}\n"
+        f"- created_at: {m.created_at}\n- updated_at: {m.updated_at}\n{image}\n{m.content}\n"
     )
 
 
