@@ -960,8 +960,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "live-resources-skip-the-grants",
         CORE + "host/build.py",
-        "refused = state.grants.refusal({key}, resource.category)",
-        "refused = None",
+        "refused, fixed = grants.refusal({key}, resource.category), grants.refusal({key}, None)",
+        "refused, fixed = None, None",
         BT + "test_resources_of_a_mount_are_refused_without_the_read_grant",
         "resources published at run time (a mount's) pass the plugin's grants",
     ),
@@ -1005,8 +1005,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "http-serves-its-own-host",
         CORE + "cli/serve.py",
-        'if options.transport == "http" and not options.standalone:',
-        off('options.transport == "http" and not options.standalone'),
+        'if options.transport in ("http", "sse") and not options.standalone:',
+        off('options.transport in ("http", "sse") and not options.standalone'),
         "tests/core/test_one_owner.py::test_http_and_stdio_clients_share_the_shared_servers_state",
         "nexus serve --transport http makes the shared server serve HTTP (one owner of the stores)",
     ),

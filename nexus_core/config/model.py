@@ -60,7 +60,6 @@ class HttpConfig(Strict):
     token: EnvRef | None = None
     allowed_origins: list[str] = Field(default_factory=list, description="Origins allowed besides loopback.")
     enabled: bool = Field(False, description="The shared server serves Streamable HTTP too (same state as stdio).")
-    sse: bool = Field(False, description="HTTP listeners serve the legacy HTTP+SSE transport too, at /sse.")
     session_idle_timeout: float = Field(1800, gt=0, description="Seconds after which an idle HTTP session ends.")
 
 

@@ -85,7 +85,7 @@ def http_app(host: Host, *, bind: str, port: int, token: str | None = None, sse:
     from nexus_core.console import console_for
     from nexus_core.console.app import mount
 
-    if sse or http.sse:
+    if sse:
         from nexus_core.serve.sse import add_sse_routes
 
         add_sse_routes(app, host.server, security)

@@ -276,7 +276,7 @@ class SharedServer:
         from nexus_core.serve.sse import SSE_PATH
 
         token = str(hello.get("token") or "") or http_token(self.host.config, bind)
-        sse = bool(hello.get("sse")) or self.host.config.server.http.sse
+        sse = bool(hello.get("sse"))
         listener = self.listeners.get((bind, port)) if port else None
         if listener is not None:
             if not hmac.compare_digest(listener.token.encode(), token.encode()):

@@ -1,12 +1,12 @@
 """The legacy HTTP+SSE transport (MCP 2024-11-05), served beside Streamable HTTP on the same listener.
 
 Design 000 names stdio or SSE, and some clients still speak only SSE. It is off
-unless asked (``nexus serve --transport sse``, or ``[server.http] sse = true``)
-and then served by the same app as ``/mcp``: the same bearer token (the app's
-authentication, and ``RequireAuthMiddleware`` on both routes), the same Host and
-Origin checks, the same message limit, and one session per connection, as every
-HTTP client has. A client opens ``GET /sse``, is told where to post, and posts
-its messages to ``/messages/?session_id=...`` with the same token.
+unless asked (``nexus serve --transport sse``), and then served by the same app
+as ``/mcp``: the same bearer token (the app's authentication, and
+``RequireAuthMiddleware`` on both routes), the same Host and Origin checks, the
+same message limit, and one session per connection, as every HTTP client has.
+A client opens ``GET /sse``, is told where to post, and posts its messages to
+``/messages/?session_id=...`` with the same token.
 """
 
 from __future__ import annotations
