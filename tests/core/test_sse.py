@@ -12,7 +12,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.sse import sse_client
 
-from tests.conftest import HTTP_TOKEN, nexus_command, write_config
+from tests.conftest import HTTP_TOKEN, nexus_command, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -66,6 +66,16 @@ async def test_the_shared_server_serves_sse_when_asked_behind_the_token_and_orig
         posted = await http.post(sse.removesuffix("/mcp") + "/messages/?session_id=" + "0" * 32, json={})
         assert posted.status_code == 401  # the message endpoint too
         assert await _status(http, sse_url(plain), **token) == 404  # off unless asked
+    port = plain.removesuffix("/mcp").rsplit(":", 1)[1]
+    joined = subprocess.run(
+        nexus_command("serve", "--config", str(config), "--transport", "sse", "--port", port),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    assert joined.returncode == 2 and "is already served without SSE" in joined.stderr
 
 
 async def test_standalone_serves_sse_too(http_server: Any, config: Path) -> None:
