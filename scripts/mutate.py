@@ -1152,6 +1152,22 @@ MUTATIONS: list[Mutation] = [
         "nexus-mcp-server ARGS is nexus serve ARGS (design 001's Claude Desktop entry)",
     ),
     m(
+        "doctor-skips-nexus-mcp-server",
+        CORE + "cli/doctor.py",
+        'NEXUS_COMMANDS = ("nexus", "nexus.exe", "nexus-mcp-server", "nexus-mcp-server.exe")',
+        'NEXUS_COMMANDS = ("nexus", "nexus.exe")',
+        DESIGN_T + "test_the_claude_desktop_entry_of_design_001_runs_as_written",
+        "nexus doctor checks a client entry that launches nexus-mcp-server",
+    ),
+    m(
+        "doctor-counts-nexus-mcp-server-as-another-install",
+        CORE + "cli/doctor.py",
+        "    check.commands.add(str(Path(nexus).resolve()))",
+        "    check.commands.add(str(Path(resolved).resolve()))",
+        DESIGN_T + "test_the_claude_desktop_entry_of_design_001_runs_as_written",
+        "nexus doctor counts nexus-mcp-server as the nexus of its install, not another install",
+    ),
+    m(
         "json-config-read-as-toml",
         CORE + "config/model.py",
         'tables = read_json(path) if path.suffix.lower() == ".json" else read_toml(path)',
@@ -1570,7 +1586,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "doctor-ignores-plugins-that-fail",
         CORE + "cli/doctor.py",
-        "failed = _failed_plugins([resolved], options)",
+        "failed = _failed_plugins([nexus], options)",
         "failed: dict[str, list[str]] = {}",
         "tests/core/test_doctor.py::test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust",
         "nexus doctor names a plugin that does not load, with why and the fix",

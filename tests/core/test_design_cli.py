@@ -44,6 +44,15 @@ async def test_the_claude_desktop_entry_of_design_001_runs_as_written(isolated_u
         assert not read.is_error and read.content[0].text.strip().endswith("one")  # type: ignore[union-attr]
         refused = await session.call_tool("write_file", {"path": "b.txt", "content": "x"})
         assert refused.is_error and not (tmp_path / "b.txt").exists()
+    claude = isolated_user_dirs / ".config" / "Claude" / "claude_desktop_config.json"
+    claude.parent.mkdir(parents=True)
+    claude.write_text(json.dumps({"mcpServers": {"nexus": entry}}))
+    doctor = subprocess.run(
+        [str(BIN / "nexus"), "doctor"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+    assert "entry 'nexus': nexus-mcp-server --enable read,search,vcs" in doctor.stdout  # doctor knows the entry
+    assert "the server started and listed" in doctor.stdout and "[FAIL] claude" not in doctor.stdout, doctor.stdout
+    assert f"every client starts {(BIN / 'nexus').resolve()}" in doctor.stdout
 
 
 async def test_http_port_and_a_json_config(isolated_user_dirs: Path, tmp_path: Path) -> None:
