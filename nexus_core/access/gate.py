@@ -1,8 +1,9 @@
 """The gate every way in passes: tools, resources and prompts, for the session that asks.
 
 One rule decides whether a session may use an item: the grants of its plugin
-in the config (fixed when the host builds), then what the session itself takes
-away (an untrusted folder's ``nexus.toml``, a profile). A refused item is not
+in the config (fixed when the host builds; a session's ``--enable`` replaces
+their categories, see ``enable``), then what the session itself takes away (an
+untrusted folder's ``nexus.toml``, a profile). A refused item is not
 listed to that session, and a direct use gets the reason. Every use, refused or
 not, leaves one audit record naming the client.
 
@@ -54,13 +55,18 @@ class Item:
     names: frozenset[str]  # every name allow_tools/deny_tools may use for it (own, public, the tool it needs)
     category: str | None
     refusal: str | None = None  # the config's own reason, fixed at build
+    fixed: str | None = None  # the part of it no --enable lifts: allow/deny_tools, the plugin's own reason
 
 
 def refusal(item: Item, session: Session | None = None) -> str | None:
     """Why ``session`` (default: the current one) may not use ``item``; None when it may."""
-    if item.refusal:
-        return item.refusal
     session = session or current()
+    if session.enabled is None:
+        denied = item.refusal
+    else:
+        denied = item.fixed or session.enabled.refusal(item.plugin, item.name, item.category)
+    if denied:
+        return denied
     if session.profile is not None and (reason := session.profile.refusal(item.plugin, item.kind, item.names)):
         return f"permission denied: {reason}"
     if session.narrowing is not None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nexus_core.access.enable import Enabled
     from nexus_core.config.model import Profile
     from nexus_core.config.narrowing import Narrowing
 
@@ -59,6 +60,7 @@ class Session:
     launch_roots: tuple[Path, ...] = ()
     narrowing: Narrowing | None = None
     profile: Profile | None = None
+    enabled: Enabled | None = None  # --enable: the categories this session may use (None: the config's)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     client: str = ""
     client_roots: tuple[Path, ...] | None = None  # None: the client offers none (or has not answered)
@@ -139,6 +141,7 @@ def like_process(transport: str = "in-process") -> Session:
         launch_roots=template.launch_roots,
         narrowing=template.narrowing,
         profile=template.profile,
+        enabled=template.enabled,
     )
 
 

@@ -63,9 +63,18 @@ def entries(client: installers.Client, path: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+NEXUS_COMMANDS = ("nexus", "nexus.exe", "nexus-mcp-server", "nexus-mcp-server.exe")  # the last: design 001's name
+
+
 def _runs_nexus(command: Any, args: Any) -> bool:
     words = [str(command or ""), *map(str, args if isinstance(args, list) else [])]
-    return Path(words[0]).name in ("nexus", "nexus.exe") or "nexus_core" in words
+    return Path(words[0]).name in NEXUS_COMMANDS or "nexus_core" in words
+
+
+def _nexus_beside(command: str) -> str:
+    """The ``nexus`` command of the install an entry starts: ``nexus-mcp-server`` is its ``nexus serve``."""
+    path = Path(command)
+    return str(path.with_name(path.name.replace("nexus-mcp-server", "nexus")))
 
 
 def check_client(name: str, client: installers.Client) -> Check:
@@ -134,7 +143,8 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
         check.problems.append((f"entry '{server_name}': its command {command!r} does not exist", f"run {again}"))
         return
     check.ok.append(f"entry '{server_name}': {command} {' '.join(args)}")
-    check.commands.add(str(Path(resolved).resolve()))
+    nexus = _nexus_beside(resolved)
+    check.commands.add(str(Path(nexus).resolve()))
     options = _serve_options(args)
     for root in options.roots:
         if not Path(root).is_dir():
@@ -154,7 +164,7 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
     except (NexusError, FileNotFoundError) as exc:
         check.problems.append((f"config: {exc}", "fix the file (`nexus config check` lists every error)"))
         return
-    failed = _failed_plugins([resolved], options)
+    failed = _failed_plugins([nexus], options)
     for plugin, reasons in failed.items():
         for reason in reasons:
             check.problems.append(

@@ -19,7 +19,8 @@ from nexus_core.serve.options import SERVE_FLAGS, ServeOptions
 @flags(*SERVE_FLAGS)
 def serve(**values: Any) -> None:
     """Serve every enabled plugin through the shared server: on stdio (what desktop clients launch), or over
-    Streamable HTTP while this command runs; --standalone serves either in this process."""
+    Streamable HTTP while this command runs (sse: the legacy HTTP+SSE transport too, at /sse); --standalone
+    serves in this process."""
     options = ServeOptions.of(values)
     try:
         options.check_roots()
@@ -29,7 +30,7 @@ def serve(**values: Any) -> None:
         from nexus_core.serve import relay
 
         sys.exit(relay.run(options))
-    if options.transport == "http" and not options.standalone:
+    if options.transport in ("http", "sse") and not options.standalone:
         from nexus_core.cli.server import serve_http_shared
 
         serve_http_shared(options)
@@ -53,6 +54,11 @@ def standalone(options: ServeOptions) -> None:
         config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
         process_session().profile = config.profile(options.profile) if options.profile else None
         host = build_for_serving(config)
+        if options.enable is not None:
+            try:
+                process_session().enabled = host.enabled(options.enable)
+            except ValueError as exc:  # a category no plugin declares
+                fail(str(exc))
         report(host)
         if options.transport == "stdio":
             if sys.stdin.isatty():
@@ -64,6 +70,6 @@ def standalone(options: ServeOptions) -> None:
             http = config.server.http
             bind = options.bind or http.host
             port = http.port if options.port is None else options.port
-            anyio.run(lambda: serve_http(host, bind=bind, port=port))
+            anyio.run(lambda: serve_http(host, bind=bind, port=port, sse=options.transport == "sse"))
     except NexusError as exc:
         fail(str(exc))

@@ -76,7 +76,8 @@ def ensure_running(options: ServeOptions) -> str:
 
 def serve_http_shared(options: ServeOptions) -> None:
     """``nexus serve --transport http``: the shared server serves Streamable HTTP at this address, with this
-    command's token, roots and profile, for as long as this command runs; stdio clients share its state."""
+    command's token, roots, profile and --enable, for as long as this command runs; stdio clients share its
+    state. ``--transport sse``: HTTP+SSE beside it, at /sse."""
     from nexus_core.config.effective import load
     from nexus_core.serve.http import http_token
 
@@ -94,10 +95,12 @@ def serve_http_shared(options: ServeOptions) -> None:
         "host": bind,
         "port": port,
         "token": token,
+        "sse": options.transport == "sse",
         "cwd": str(Path.cwd()),
         "roots": [str(Path(r).expanduser().absolute()) for r in options.roots],
         "narrowing": str(choice.narrowing) if choice.narrowing else None,
         "profile": options.profile,
+        "enable": options.enable,
     }
     link = relay.Relay(key, shape, {})
     while True:
@@ -107,6 +110,8 @@ def serve_http_shared(options: ServeOptions) -> None:
             fail(str(exc), exc.code)
         sock.settimeout(None)  # answered: from here on it only waits for the server to go, however long it serves
         click.echo(f"nexus: serving Streamable HTTP on {answer['url']} (shared server pid {answer['pid']})", err=True)
+        if answer.get("sse_url"):
+            click.echo(f"nexus: serving HTTP+SSE on {answer['sse_url']}", err=True)
         # No login link here: a client launching this command keeps its stderr in a log file.
         click.echo("console: run `nexus console` for a login link", err=True)
         with sock:

@@ -10,6 +10,7 @@ trust PATH``) only narrows the chosen config for the session launched there
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tomllib
 import typing
@@ -235,10 +236,24 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> NexusConfig:
 
 
 def read_config(path: Path | None) -> NexusConfig:
-    """The config in ``path``, or the defaults when None."""
+    """The config in ``path`` (TOML, or JSON when its name ends in ``.json``), or the defaults when None."""
     if path is None:
         return NexusConfig()
-    return parse_config(read_toml(path), source=str(path), base_dir=path.parent, path=path)
+    tables = read_json(path) if path.suffix.lower() == ".json" else read_toml(path)
+    return parse_config(tables, source=str(path), base_dir=path.parent, path=path)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON config's tables (design 001's ``--config config.json``): the same keys as ``nexus.toml``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(path), "", f"not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "", f"expected a JSON object of tables, got {type(data).__name__}")
+    return data
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -13,6 +13,7 @@ merged into the same lists and pass the same gate.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -38,6 +39,7 @@ from pydantic import ValidationError
 
 from nexus_core import __version__
 from nexus_core.access.audit import AuditLog
+from nexus_core.access.enable import Enabled, parse_enable
 from nexus_core.access.gate import Gate, Item, Sessions, refusal
 from nexus_core.access.grants import Category, Grants, with_included
 from nexus_core.access.sessions import Session, current, like_process
@@ -103,7 +105,8 @@ class ToolEntry:
     name: str
     spec: ToolSpec
     refusal: str | None
-    sdk: Tool | None = None  # the SDK's tool (schemas included) when granted
+    sdk: Tool | None = None  # the SDK's tool (schemas included) once granted (by the config, or an --enable)
+    fixed: str | None = None  # the refusal no --enable lifts (see access.enable)
 
     @property
     def plugin(self) -> str:
@@ -111,9 +114,8 @@ class ToolEntry:
 
     @functools.cached_property
     def item(self) -> Item:
-        return Item(
-            "tool", self.plugin, self.name, frozenset({self.spec.name, self.name}), self.spec.category, self.refusal
-        )
+        names = frozenset({self.spec.name, self.name})
+        return Item("tool", self.plugin, self.name, names, self.spec.category, self.refusal, self.fixed)
 
 
 @dataclass
@@ -435,7 +437,8 @@ class Host:
         table = self.config.table(state.name)
         names = {own, public, *([requires, table.public_name(requires)] if requires else [])}
         assert state.grants is not None
-        item = Item(kind, state.name, public, frozenset(names), category, state.grants.refusal(names, category))
+        refused, fixed = state.grants.refusal(names, category), state.grants.refusal(names, None)
+        item = Item(kind, state.name, public, frozenset(names), category, refused, fixed)
         self.items[(kind, public)] = item
         return item
 
@@ -452,6 +455,27 @@ class Host:
             if item is not None and refusal(item, session):
                 hidden.append(entry)
         return [entry for entry in listed if entry not in hidden] if hidden else listed
+
+    def enabled(self, spec: str) -> Enabled:
+        """A session's ``--enable`` read against what each plugin declares (``ValueError`` for an unknown name).
+
+        Tool search keeps its grants, as in every profile: it reaches only what the session may use anyway."""
+        declared = {s.name: s.categories for s in self.plugins.values() if s.name != SEARCH_PLUGIN}
+        search = self.plugins.get(SEARCH_PLUGIN)
+        unchanged = {SEARCH_PLUGIN: search.grants.categories} if search and search.grants else {}
+        enabled = parse_enable(spec, declared, unchanged)
+        self._serve_granted(enabled)
+        return enabled
+
+    def _serve_granted(self, enabled: Enabled) -> None:
+        """The SDK serves the tools ``enabled`` grants beyond the config from now on; the gate keeps hiding them
+        from every other session. (Built on demand: schemas cost start-up time for tools few sessions get.)"""
+        for name, entry in list(self.tools.items()):
+            granted = enabled.plugins.get(entry.plugin, frozenset())
+            if entry.sdk is None and entry.fixed is None and entry.spec.category in granted:
+                tool = _sdk_tool(name, entry.spec)
+                self.tools[name] = dataclasses.replace(entry, sdk=tool)
+                sdk.add_tool(self.server, tool)
 
     def searching(self, session: Session) -> bool:
         """Whether ``session`` is served in tool search mode: its profile says so, else ``[server]``."""
@@ -600,15 +624,20 @@ class Host:
         state, table = self.plugins[plugin], self.config.table(plugin)
         assert state.grants is not None
         published = [self._published_tool(state, group, tool) for tool in tools]
+        grants = state.grants
         for resource in resources:
             key = getattr(resource.definition, "uri_template", None) or str(resource.definition.uri)  # type: ignore[union-attr]
-            refused = state.grants.refusal({key}, resource.category)
-            published.append(Published(plugin, group, "resource", key, resource.definition, resource, refused))
+            refused, fixed = grants.refusal({key}, resource.category), grants.refusal({key}, None)
+            published.append(
+                Published(plugin, group, "resource", key, resource.definition, resource, refused, fixed=fixed)
+            )
         for prompt in prompts:
             own, name = prompt.definition.name, table.public_name(prompt.definition.name)
             definition = prompt.definition.model_copy(update={"name": name})
-            refused = state.grants.refusal({own, name}, prompt.category)
-            published.append(Published(plugin, group, "prompt", name, definition, prompt, refused, frozenset({own})))
+            refused, fixed = grants.refusal({own, name}, prompt.category), grants.refusal({own, name}, None)
+            published.append(
+                Published(plugin, group, "prompt", name, definition, prompt, refused, frozenset({own}), fixed)
+            )
         problems, changed = self.live.replace(plugin, group, published)
         for problem in problems:
             log.error("plugin '%s' (%s): %s", plugin, group, problem)
@@ -620,12 +649,13 @@ class Host:
         name = self.config.table(state.name).public_name(own)
         assert state.grants is not None
         if tool.category not in state.categories:
-            refusal = tool.refusal or f"tool '{name}' has undeclared category '{tool.category}'"
+            refusal = fixed = tool.refusal or f"tool '{name}' has undeclared category '{tool.category}'"
         else:
             refusal = tool.refusal or state.grants.refusal({own, name}, tool.category)
+            fixed = tool.refusal or state.grants.refusal({own, name}, None)
         meta = {**(tool.definition.meta or {}), "nexus/plugin": state.name, "nexus/category": tool.category}
         definition = tool.definition.model_copy(update={"name": name, "meta": meta})
-        return Published(state.name, group, "tool", name, definition, tool, refusal, frozenset({own}))
+        return Published(state.name, group, "tool", name, definition, tool, refusal, frozenset({own}), fixed)
 
 
 def _claim(owners: dict[str, str], what: str, plugin: str, *, prefix_hint: bool = False) -> None:
@@ -641,8 +671,8 @@ def _claim(owners: dict[str, str], what: str, plugin: str, *, prefix_hint: bool 
 
 
 def _entry(spec: ToolSpec, name: str, grants: Grants) -> ToolEntry:
-    refusal = grants.refusal({spec.name, name}, spec.category)
-    return ToolEntry(name, spec, refusal, None if refusal else _sdk_tool(name, spec))
+    refusal, fixed = grants.refusal({spec.name, name}, spec.category), grants.refusal({spec.name, name}, None)
+    return ToolEntry(name, spec, refusal, None if refusal else _sdk_tool(name, spec), fixed)
 
 
 def _sdk_tool(name: str, spec: ToolSpec) -> Tool:

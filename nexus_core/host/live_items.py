@@ -78,14 +78,17 @@ class Published:
     item: LiveItem
     refusal: str | None = None
     names: frozenset[str] = frozenset()  # other names allow_tools/deny_tools may use (a tool's own, unprefixed)
+    fixed: str | None = None  # the refusal no --enable lifts (see access.enable)
 
     @property
     def gate_item(self) -> Item:
-        return Item(self.kind, self.plugin, self.key, self.names | {self.key}, self.item.category, self.refusal)
+        names = self.names | {self.key}
+        return Item(self.kind, self.plugin, self.key, names, self.item.category, self.refusal, self.fixed)
 
     @property
     def listed(self) -> types.Tool | types.Resource | types.ResourceTemplate | types.Prompt | None:
-        return None if self.refusal else self.definition
+        """Its definition unless no session may use it; the gate hides it from those that may not."""
+        return None if self.fixed else self.definition
 
 
 class LiveCatalog:

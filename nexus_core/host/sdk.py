@@ -3,7 +3,8 @@
 ``MCPServer`` keeps its protocol-level server in the private ``_lowlevel_server``;
 Nexus needs it to serve pipes it owns (the shared server's relays, stdio), to
 mount Streamable HTTP on its own listener, to ask which methods have handlers,
-to declare an extension and to announce list changes. When the SDK moves any
+to declare an extension and to announce list changes; and the tool manager, to
+add a tool built already while serving. When the SDK moves any
 of these, this module is what changes.
 """
 
@@ -17,6 +18,7 @@ from mcp.server.lowlevel import NotificationOptions
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools import Tool
 
 
 def lowlevel(server: MCPServer) -> Any:
@@ -46,6 +48,11 @@ def announce_list_changes(server: MCPServer) -> None:
 def declare_extension(server: MCPServer, extension: str) -> None:
     """Advertise ``extension`` (e.g. MCP Apps) in the server's capabilities."""
     lowlevel(server).extensions[extension] = {}
+
+
+def add_tool(server: MCPServer, tool: Tool) -> None:
+    """Serve ``tool`` (built by the host, schemas compacted) from now on, beside those ``server`` was made with."""
+    server._tool_manager._tools[tool.name] = tool
 
 
 def streamable_http_app(server: MCPServer, **settings: Any) -> Any:

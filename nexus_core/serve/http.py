@@ -59,10 +59,11 @@ def http_token(config: NexusConfig, bind: str) -> str:
     return token or generated_token()
 
 
-def http_app(host: Host, *, bind: str, port: int, token: str | None = None) -> Any:
+def http_app(host: Host, *, bind: str, port: int, token: str | None = None, sse: bool = False) -> Any:
     """The Starlette app for Streamable HTTP: always behind a bearer token, Host and Origin checked.
 
-    ``token``: the one a ``nexus serve --transport http`` resolved in its own environment (see ``http_token``)."""
+    ``token``: the one a ``nexus serve --transport http`` resolved in its own environment (see ``http_token``).
+    ``sse``: serve the legacy HTTP+SSE transport beside it, behind the same checks (``serve.sse``)."""
     http = host.config.server.http
     token = token or http_token(host.config, bind)
     allowed_hosts = [f"{h}:*" for h in LOOPBACK_HOSTS] + ([] if is_loopback(bind) else [f"{bind}:*"])
@@ -84,6 +85,10 @@ def http_app(host: Host, *, bind: str, port: int, token: str | None = None) -> A
     from nexus_core.console import console_for
     from nexus_core.console.app import mount
 
+    if sse:
+        from nexus_core.serve.sse import add_sse_routes
+
+        add_sse_routes(app, host.server, security)
     mount(app, console_for(host))  # /console/: loopback only, behind its own login (see console.app)
     app.add_middleware(LimitBody)  # a body over the message limit is refused before it is read whole
     return app
@@ -129,11 +134,12 @@ def write_token(path: Path) -> str:
     return token
 
 
-async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | None = None) -> None:
-    """Serve Streamable HTTP (and the console) on ``bind:port``, or on ``sock`` when given (already listening)."""
+async def serve_http(host: Host, *, bind: str, port: int, sock: socket.socket | None = None, sse: bool = False) -> None:
+    """Serve Streamable HTTP (and the console) on ``bind:port``, or on ``sock`` when given (already listening);
+    ``sse``: the legacy HTTP+SSE transport too."""
     from nexus_core.console import console_for
 
-    server = http_server(host, bind=bind, port=port)
+    server = http_server(host, bind=bind, port=port, sse=sse)
     log.info("serving on http://%s:%d%s", bind, port, host.config.server.http.path)
     console_for(host)  # ready before the first request; its login link is not logged (it opens the console)
     log.warning("console: run `nexus console` for a login link")
@@ -155,13 +161,13 @@ class QuietCancel(logging.Filter):
 _QUIET_CANCEL = QuietCancel()
 
 
-def http_server(host: Host, *, bind: str, port: int, token: str | None = None) -> Any:
+def http_server(host: Host, *, bind: str, port: int, token: str | None = None, sse: bool = False) -> Any:
     """The uvicorn server of ``http_app``; ``should_exit = True`` stops it (within a few seconds)."""
     import uvicorn  # only the HTTP transport pays for it
 
     logging.getLogger("uvicorn.error").addFilter(_QUIET_CANCEL)  # the same filter object is added only once
 
-    app = http_app(host, bind=bind, port=port, token=token)
+    app = http_app(host, bind=bind, port=port, token=token, sse=sse)
     # No proxy headers: a loopback client's X-Forwarded-For would replace the peer address (and port) that the
     # console checks (loopback, and the user owning the connection) with whatever it claims.
     config = uvicorn.Config(

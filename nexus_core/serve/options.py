@@ -8,7 +8,8 @@ Some of them choose the shared server itself (``SHARED_SERVER_FLAGS``: its confi
 overrides, libraries and name); they are part of its identity (``server_args``,
 hashed into its key by ``rendezvous.server_key``) and the arguments it is
 started with. The others belong to one client's session (``--root``,
-``--profile``) or to how this command serves (``--transport``, ``--standalone``).
+``--profile``, ``--enable``) or to how this command serves (``--transport``,
+``--http``, ``--standalone``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ SET = Flag(
     repeated=True,
 )
 TRANSPORT = Flag(("--transport",), "transport", kind="transport")
+HTTP = Flag(("--http",), "http", "Serve Streamable HTTP: --transport http, as design 001 spells it.", kind="switch")
 BIND = Flag(("--host",), "bind", "HTTP address (default from [server.http], else 127.0.0.1).")
 PORT = Flag(("--port",), "port", "HTTP port (default from [server.http], else 8766).", kind="int")
 NAME = Flag(("--name",), "name", "The server's name as clients see it.")
@@ -75,6 +77,13 @@ ALLOW_BROAD_ROOT = Flag(
 PROFILE = Flag(
     ("--profile",), "profile", "Serve only this profile's plugins and tools ([profiles.NAME] in the config)."
 )
+ENABLE = Flag(
+    ("--enable",),
+    "enable",
+    "The categories this client may use, e.g. read,search,vcs (PLUGIN.CATEGORY: one plugin's): each is granted "
+    "in every plugin that declares it, every other category is withheld.",
+    metavar="CATEGORY,...",
+)
 STANDALONE = Flag(
     ("--standalone",),
     "standalone",
@@ -83,11 +92,13 @@ STANDALONE = Flag(
 )
 
 CONFIG_FLAGS = (CONFIG, VERBOSE, SET)  # every command that reads the config
-SERVE_FLAGS = (*CONFIG_FLAGS, TRANSPORT, BIND, PORT, NAME, LIBRARIES, ROOT, ALLOW_BROAD_ROOT, PROFILE, STANDALONE)
+SERVE_FLAGS = (
+    *CONFIG_FLAGS, TRANSPORT, HTTP, BIND, PORT, NAME, LIBRARIES, ROOT, ALLOW_BROAD_ROOT, PROFILE, ENABLE, STANDALONE
+)  # fmt: skip
 # what the relay accepts
-RELAY_FLAGS = (CONFIG, SET, LIBRARIES, NAME, ROOT, ALLOW_BROAD_ROOT, PROFILE, VERBOSE, TRANSPORT)
+RELAY_FLAGS = (CONFIG, SET, LIBRARIES, NAME, ROOT, ALLOW_BROAD_ROOT, PROFILE, ENABLE, VERBOSE, TRANSPORT)
 SHARED_SERVER_FLAGS = (CONFIG, SET, LIBRARIES, NAME)  # which shared server: its identity
-TRANSPORTS = ("stdio", "http")
+TRANSPORTS = ("stdio", "http", "sse")  # sse: Streamable HTTP and, beside it, the legacy HTTP+SSE transport
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,7 @@ class ServeOptions:
     roots: tuple[str, ...] = ()
     allow_broad_root: bool = False
     profile: str | None = None
+    enable: str | None = None
     standalone: bool = False
 
     @classmethod
@@ -112,6 +124,8 @@ class ServeOptions:
         """The options from parsed values (click's keyword arguments, argparse's namespace), others ignored."""
         known = {f.name for f in fields(cls)}
         chosen = {k: v for k, v in values.items() if k in known and v is not None}
+        if values.get("http") and chosen.get("transport", "stdio") == "stdio":
+            chosen["transport"] = "http"
         return cls(**{k: tuple(v) if isinstance(v, list | tuple) else v for k, v in chosen.items()})
 
     @classmethod

@@ -4,7 +4,7 @@ Every client (Claude Desktop, Cursor, a terminal agent) launches its own
 ``nexus serve``. The relay finds the shared server for its config (one per
 config file and Python install, see ``rendezvous``), starts it when none runs
 (a lock makes two relays starting at once end up on one server), introduces
-itself (launch folder, ``--root`` folders, profile, an untrusted
+itself (launch folder, ``--root`` folders, profile, ``--enable``, an untrusted
 ``./nexus.toml`` to narrow with), then hands the server its own stdin and
 stdout (``SCM_RIGHTS`` over the Unix socket): the server reads the client's
 requests and writes its answers directly, so the relay adds nothing to a call.
@@ -82,6 +82,7 @@ def run(options: ServeOptions) -> int:
         "roots": [str(Path(r).expanduser().absolute()) for r in options.roots],
         "narrowing": str(choice.narrowing) if choice.narrowing else None,
         "profile": options.profile,
+        "enable": options.enable,
         "pid": os.getpid(),
     }
     if sys.stdin.isatty():

@@ -5,8 +5,9 @@ user's private runtime folder. Each connection opens with one line of JSON:
 ``hello`` (a client session: its launch folder, ``--root`` folders, profile,
 an untrusted ``./nexus.toml`` to narrow with), ``status``, ``stop`` or
 ``console`` (serve HTTP if it is off, and answer a one-time console login link),
-``http`` (``nexus serve --transport http``: serve Streamable HTTP on its address,
-with its token, for as long as its connection stays open). After
+``http`` (``nexus serve --transport http`` or ``sse``: serve Streamable HTTP on its
+address, with its token, and HTTP+SSE beside it when asked, for as long as its
+connection stays open). After
 ``hello`` the relay hands over its client's stdin and stdout, and the server
 serves MCP on them directly, in either protocol era, with the session bound
 to every request (``client_pipes``); the socket stays open for notes to the
@@ -42,7 +43,6 @@ from nexus_core.access import peers
 from nexus_core.access.sessions import Session, bound, process_session, start_sessions_like
 from nexus_core.assembly import build_for_serving, report
 from nexus_core.config.effective import load, with_libraries
-from nexus_core.config.model import NexusConfig
 from nexus_core.config.narrowing import read_narrowing
 from nexus_core.console import last_used as console_last_used
 from nexus_core.errors import NexusError
@@ -205,7 +205,7 @@ class SharedServer:
             self.stop(f"stale: {reason}")
             return
         try:
-            session = _session_from(hello, self.host.config)
+            session = _session_from(hello, self.host)
         except Exception as exc:  # an unreadable ./nexus.toml, an unknown profile: this client gets the reason
             await _send(stream, {"nexus": "refused", "reason": str(exc)})
             return
@@ -258,7 +258,7 @@ class SharedServer:
         listener.holders += 1
         self.idle_since = None
         log.info("serving Streamable HTTP on %s (for `nexus serve --transport http`)", listener.url)
-        await _send(stream, {"nexus": "http", "url": listener.url, "pid": os.getpid()})
+        await _send(stream, {"nexus": "http", "url": listener.url, "sse_url": listener.sse_url, "pid": os.getpid()})
         try:
             with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 while await stream.receive():
@@ -273,12 +273,16 @@ class SharedServer:
     def _listener(self, bind: str, port: int, hello: dict) -> Listener:
         """The HTTP listener on ``bind:port`` (``port`` 0: a new one on a free port), started if needed."""
         from nexus_core.serve.http import http_server, http_token, listening_socket
+        from nexus_core.serve.sse import SSE_PATH
 
         token = str(hello.get("token") or "") or http_token(self.host.config, bind)
+        sse = bool(hello.get("sse"))
         listener = self.listeners.get((bind, port)) if port else None
         if listener is not None:
             if not hmac.compare_digest(listener.token.encode(), token.encode()):
                 raise ValueError(f"{listener.url} is already served with another token")
+            if sse and listener.sse_url is None:
+                raise ValueError(f"{listener.url} is already served without SSE; stop it or choose another --port")
             return listener
         if self._tg is None:
             raise ValueError("the shared server is not serving yet")
@@ -286,12 +290,15 @@ class SharedServer:
         port = sock.getsockname()[1]
         host_part = f"[{bind}]" if ":" in bind else bind
         try:
-            template = _session_from(hello, self.host.config, "http")
-            server = http_server(self.host, bind=bind, port=port, token=token)
+            template = _session_from(hello, self.host, "http")
+            server = http_server(self.host, bind=bind, port=port, token=token, sse=sse)
         except BaseException:
             sock.close()
             raise
-        listener = Listener(f"http://{host_part}:{port}{self.host.config.server.http.path}", token, server)
+        base = f"http://{host_part}:{port}"
+        listener = Listener(
+            f"{base}{self.host.config.server.http.path}", token, server, sse_url=f"{base}{SSE_PATH}" if sse else None
+        )
         self.listeners[(bind, port)] = listener
         self._tg.start_soon(_run_listener, listener, sock, template)
         return listener
@@ -360,6 +367,7 @@ class Listener:
     token: str
     server: Any  # uvicorn.Server: ``should_exit = True`` stops it
     holders: int = 0
+    sse_url: str | None = None  # where it serves the legacy HTTP+SSE transport too (``--transport sse``)
 
 
 async def _run_listener(listener: Listener, sock: Any, template: Session) -> None:
@@ -372,14 +380,15 @@ async def _run_listener(listener: Listener, sock: Any, template: Session) -> Non
         sock.close()
 
 
-def _session_from(hello: dict, config: NexusConfig, transport: str = "relay") -> Session:
+def _session_from(hello: dict, host: Host, transport: str = "relay") -> Session:
     narrowing = read_narrowing(Path(hello["narrowing"])) if hello.get("narrowing") else None
     return Session(
         transport=transport,
         cwd=Path(hello["cwd"]) if hello.get("cwd") else None,
         launch_roots=tuple(Path(r) for r in hello.get("roots") or ()),
         narrowing=narrowing,
-        profile=config.profile(hello["profile"]) if hello.get("profile") else None,
+        profile=host.config.profile(hello["profile"]) if hello.get("profile") else None,
+        enabled=host.enabled(str(hello["enable"])) if hello.get("enable") is not None else None,
     )
 
 

@@ -43,21 +43,24 @@ PLACEHOLDERS = {"CLIENT": "cursor", "TOOL": "get_stats", "NAME": "work", "PATH":
 
 
 def _commands(page: Path) -> list[tuple[str, bool]]:
-    """Every ``nexus …`` command on the page, and whether it is whole: a shell block's line is; an inline code
-    span may name a command in prose (`nexus install` adds…) without its arguments."""
+    """Every ``nexus …`` (and ``nexus-mcp-server …``) command on the page, and whether it is whole: a shell block's
+    line is; an inline code span may name a command in prose (`nexus install` adds…) without its arguments."""
     text = page.read_text()
     found = []
     for block in re.findall(r"```(?:bash|sh|shell)\n(.*?)```", text, flags=re.DOTALL):
         found += [(line.split("  #")[0].strip(), True) for line in block.splitlines()]
-    found += [(span, False) for span in re.findall(r"`((?:\.venv/bin/)?nexus [^`]*)`", text)]
-    return [(c, whole) for c, whole in found if re.match(r"^(\.venv/bin/)?nexus( |$)", c)]
+    found += [(span, False) for span in re.findall(r"`((?:\.venv/bin/)?nexus(?:-mcp-server)? [^`]*)`", text)]
+    return [(c, whole) for c, whole in found if re.match(r"^(\.venv/bin/)?nexus(-mcp-server)?( |$)", c)]
 
 
 def _argv(command: str) -> list[str] | None:
-    """The arguments after ``nexus``, placeholders filled in; None for a synopsis (``[--opt]``, ``a|b``, ``…``)."""
+    """The arguments after ``nexus``, placeholders filled in; None for a synopsis (``[--opt]``, ``a|b``, ``…``).
+    ``nexus-mcp-server ARGS`` is ``nexus serve ARGS``."""
     if re.search(r"[\[\]|…{}<>$]", command) or "..." in command:
         return None
-    words = shlex.split(command)[1:]
+    first, *words = shlex.split(command)
+    if first.endswith("nexus-mcp-server"):
+        words = ["serve", *words]
     if words and words[0].isupper():  # `nexus NAME`: any plugin's command
         return None
     return [PLACEHOLDERS.get(w, w) for w in words]
