@@ -1257,6 +1257,22 @@ MUTATIONS: list[Mutation] = [
         "--config FILE.json is read as JSON, with the same keys as nexus.toml",
     ),
     m(
+        "design-001-config-keys-ignored",
+        CORE + "config/model.py",
+        "        return from_design_001(data, path.parent)",
+        "        return data",
+        DESIGN_T + "test_a_config_json_in_design_001s_own_keys_works_as_written",
+        "a config.json in design 001's own keys (working_directory, blocked_paths, ...) works as written",
+    ),
+    m(
+        "design-001-blocked-paths-dropped",
+        CORE + "config/design001.py",
+        '        server["deny_paths"] = patterns',
+        "        pass",
+        DESIGN_T + "test_a_config_json_in_design_001s_own_keys_works_as_written",
+        "design 001's blocked_paths hide those paths",
+    ),
+    m(
         "sse-not-served",
         CORE + "serve/http.py",
         "    if sse:\n",

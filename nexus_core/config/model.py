@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nexus_core.config import folders, lookup
+from nexus_core.config.design001 import DesignKeyError, from_design_001
 from nexus_core.config.lookup import (  # noqa: F401  (re-exported: the config's public names)
     CONFIG_ENV,
     CONFIG_NAME,
@@ -244,7 +245,8 @@ def read_config(path: Path | None) -> NexusConfig:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON config's tables (design 001's ``--config config.json``): the same keys as ``nexus.toml``."""
+    """A JSON config's tables (design 001's ``--config config.json``): the same keys as ``nexus.toml``, or the
+    design's own (``design001``)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -253,7 +255,10 @@ def read_json(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
     if not isinstance(data, dict):
         raise ConfigError(str(path), "", f"expected a JSON object of tables, got {type(data).__name__}")
-    return data
+    try:
+        return from_design_001(data, path.parent)
+    except DesignKeyError as exc:
+        raise ConfigError(str(path), exc.key, str(exc)) from None
 
 
 def read_toml(path: Path) -> dict[str, Any]:

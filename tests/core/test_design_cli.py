@@ -77,6 +77,40 @@ async def test_http_port_and_a_json_config(isolated_user_dirs: Path, tmp_path: P
         proc.wait(timeout=30)
 
 
+async def test_a_config_json_in_design_001s_own_keys_works_as_written(tmp_path: Path) -> None:
+    """Design 001's ServerConfig keys in config.json: working_directory, allowed_paths, blocked_paths,
+    enabled_categories and max_file_size become the roots, deny_paths and the files plugin's grants and limit."""
+    work = tmp_path / "work"
+    (work / "private").mkdir(parents=True)
+    (work / "private" / "key.txt").write_text("hidden\n")
+    (work / "big.txt").write_text("x" * 200)
+    design = {"working_directory": str(work), "blocked_paths": ["private"], "enabled_categories": ["read", "write"]}
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(design | {"max_file_size": 100, "server": {"data_dir": str(tmp_path / "data")}}))
+    loaded = read_config(config)
+    assert loaded.server.roots == [work] and loaded.server.deny_paths == ["private"]
+    assert loaded.table("files").categories == ["read", "write"]
+    env = server_env(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    plugins = ["--set", "plugins.memory.enabled=false", "--set", "plugins.bridge.enabled=false"]
+    params = StdioServerParameters(
+        command="nexus-mcp-server", args=["--config", str(config), *plugins], env=env, cwd=tmp_path
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        written = await session.call_tool("write_file", {"path": "new.txt", "content": "granted\n"})
+        assert not written.is_error and (work / "new.txt").read_text() == "granted\n"  # relative to working_directory
+        for path, reason in (("private/key.txt", "denied"), ("big.txt", "above max_file_size of 100 bytes")):
+            refused = await session.call_tool("read_file", {"path": path})
+            assert refused.is_error and reason in refused.content[0].text, refused.content  # type: ignore[union-attr]
+
+
+def test_a_design_key_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"allowed_paths": "/srv"}))
+    with pytest.raises(ConfigError, match="allowed_paths: expected a list of strings"):
+        read_config(config)
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
