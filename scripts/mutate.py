@@ -1053,6 +1053,14 @@ MUTATIONS: list[Mutation] = [
         "the model build's progress counts the weights as they are read",
     ),
     m(
+        "serve-http-ctrl-c-aborts",
+        CORE + "cli/serve.py",
+        "        except KeyboardInterrupt:  # Ctrl-C is how a person stops it",
+        "        except ZeroDivisionError:  # Ctrl-C is how a person stops it",
+        "tests/core/test_doc_commands.py::test_every_shell_command_in_the_readme_and_docs_runs_as_written",
+        "`nexus serve --transport http` stops cleanly on Ctrl-C (status 0, no \"Aborted!\")",
+    ),
+    m(
         "call-builds-its-own-host",
         CORE + "cli/plugins.py",
         'runner = _call_standalone if values.get("standalone") else _call_shared',
@@ -1478,7 +1486,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "doctor-ignores-plugins-that-fail",
         CORE + "cli/doctor.py",
-        "failed = _failed_plugins([resolved], options)",
+        "failed = _failed_plugins(resolved, options.config, options.overrides)",
         "failed: dict[str, list[str]] = {}",
         "tests/core/test_doctor.py::test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust",
         "nexus doctor names a plugin that does not load, with why and the fix",
