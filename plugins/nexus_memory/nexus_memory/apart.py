@@ -86,7 +86,9 @@ def _error(failure: dict[str, Any], proc: subprocess.Popen[str], raises: tuple[t
     for kind in raises:
         if failure.get("kind") == kind.__name__:
             return kind(failure["message"])
-    return OSError(failure.get("message") or f"the child process {proc.pid} ended with status {proc.returncode}")
+    if "kind" in failure:
+        return OSError(f"{failure['kind']}: {failure['message']}")
+    return OSError(f"the child process {proc.pid} ended with status {proc.returncode}")
 
 
 def child(module: str, function: str, args: list[str]) -> None:

@@ -22,7 +22,7 @@ GUESS_CAP = 0.95  # an unseen step is shown at most this far along until it ends
 
 
 class Progress:
-    """``with Progress("export", total, "lines") as bar: ... bar.update(n)``; ``bar.total`` may be set later."""
+    """``with Progress("export", total, "lines") as bar: ... bar.update(n)``: a line on ``stream`` (stderr)."""
 
     def __init__(self, label: str, total: int | None = None, unit: str = "memories", stream: IO[str] | None = None):
         self.label, self.total, self.unit = label, total, unit
@@ -46,7 +46,7 @@ class Progress:
         self._stop.set()
         if self._ticker.is_alive():
             self._ticker.join()
-        elapsed = time.monotonic() - self.started
+        elapsed = max(time.monotonic() - self.started, 1e-6)
         if kind is None:
             text = f"{self.label}: {self._count(self.done)} in {_seconds(elapsed)} ({_rate(self.done / elapsed)}/s)"
         else:
