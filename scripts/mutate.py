@@ -1058,7 +1058,7 @@ MUTATIONS: list[Mutation] = [
         "        except KeyboardInterrupt:  # Ctrl-C is how a person stops it",
         "        except ZeroDivisionError:  # Ctrl-C is how a person stops it",
         "tests/core/test_doc_commands.py::test_every_shell_command_in_the_readme_and_docs_runs_as_written",
-        "`nexus serve --transport http` stops cleanly on Ctrl-C (status 0, no \"Aborted!\")",
+        '`nexus serve --transport http` stops cleanly on Ctrl-C (status 0, no "Aborted!")',
     ),
     m(
         "call-builds-its-own-host",
