@@ -13,6 +13,7 @@ something is wrong.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -164,7 +165,7 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
     except (NexusError, FileNotFoundError) as exc:
         check.problems.append((f"config: {exc}", "fix the file (`nexus config check` lists every error)"))
         return
-    failed = _failed_plugins([nexus], options)
+    failed = _failed_plugins(nexus, options.config, options.overrides)
     for plugin, reasons in failed.items():
         for reason in reasons:
             check.problems.append(
@@ -198,11 +199,12 @@ def _serve_options(args: list[str]) -> ServeOptions:
     return ServeOptions.of(vars(known))
 
 
-def _failed_plugins(command: list[str], options: ServeOptions) -> dict[str, list[str]]:
+@functools.cache  # clients whose entries share a command and config share one check (each builds every plugin)
+def _failed_plugins(command: str, config: str | None, overrides: tuple[str, ...]) -> dict[str, list[str]]:
     """The plugins that install fails to load with that config (``nexus config check``), each with its errors."""
-    args = [*command, "config", "check"]
-    args += ["--config", options.config] if options.config else []
-    for item in options.overrides:
+    args = [command, "config", "check"]
+    args += ["--config", config] if config else []
+    for item in overrides:
         args += ["--set", item]
     try:
         done = subprocess.run(args, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, cwd=Path.home())
@@ -339,6 +341,7 @@ def _check_code_folders(check: Check, config_path: str) -> None:
 @click.command()
 def doctor() -> None:
     """Check every installed client's Nexus entry and the shared server; print each problem with its fix."""
+    _failed_plugins.cache_clear()  # a run's own: the files may have changed since the last (a test's process)
     results = [check_client(name, client) for name, client in installers.CLIENTS.items()]
     results.append(check_installs(results))
     results.append(check_shared_server())

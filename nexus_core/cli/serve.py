@@ -33,7 +33,10 @@ def serve(**values: Any) -> None:
     if options.transport in ("http", "sse") and not options.standalone:
         from nexus_core.cli.server import serve_http_shared
 
-        serve_http_shared(options)
+        try:
+            serve_http_shared(options)
+        except KeyboardInterrupt:  # Ctrl-C is how a person stops it: a clean stop, not click's "Aborted!", status 1
+            click.echo("nexus: stopped serving HTTP", err=True)
         return
     standalone(options)
 

@@ -68,8 +68,8 @@ def _argv(command: str) -> list[str] | None:
 
 def test_every_nexus_command_in_the_readme_and_docs_parses() -> None:
     """Each command is parsed by the real `nexus` CLI as a user would type it: its subcommands and options exist,
-    its choices are valid. (Running each would start servers and write client files: the tests of each command
-    run them; this keeps the pages from naming a command or option that is not there.)"""
+    its choices are valid. This reaches the commands named in prose too (`nexus trust PATH`); those of the shell
+    blocks are also run, as written, by test_doc_commands.py."""
     from nexus_core.cli.main import cli
 
     checked, wrong = 0, []

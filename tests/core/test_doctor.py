@@ -15,8 +15,8 @@ def run(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
+def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: Path, isolated_user_dirs: Path) -> None:
+    home, project = isolated_user_dirs, tmp_path / "project"  # the fixture's home: its shared servers are stopped
     project.mkdir(parents=True)
     cursor = home / ".cursor" / "mcp.json"
     cursor.parent.mkdir(parents=True)
@@ -44,8 +44,10 @@ def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: 
     assert gone.returncode == 1 and f"root {project} does not exist" in gone.stdout
 
 
-def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
+def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    home, project = isolated_user_dirs, tmp_path / "project"  # the fixture's home: its shared servers are stopped
     project.mkdir(parents=True)
     config = tmp_path / "nexus.toml"
     config.write_text('[plugins.hello]\ncategories = ["greet", "gret"]\n')

@@ -4,10 +4,11 @@ the default pair, its absence, and recall through the MCP client."""
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 import zipfile
@@ -19,8 +20,10 @@ import pytest
 from nexus_memory import embed as embedders
 from nexus_memory.embed import MPNetEmbedder, TrioEmbedder, UsePairEmbedder, configured, create, registry, tag_boost
 from nexus_memory.embed import mpnet_model as mpnet
+from nexus_memory.progress import Progress
 from tests.memory.conftest import memory_config, served
 from tests.memory.helpers import call, store
+from tests.memory.terminal import GAP, LIVE, on_a_terminal
 from tests.memory.test_multilingual import JA_QUERY, _cos
 
 pytestmark = pytest.mark.anyio
@@ -87,7 +90,7 @@ def test_a_tampered_model_is_refused_and_nothing_is_cached(tmp_path: Path, monke
     with zipfile.ZipFile(archive_path, "w") as archive:
         archive.writestr("all-mpnet-base-v2/model.safetensors", b"not the weights")
     with zipfile.ZipFile(archive_path) as archive, pytest.raises(mpnet.ModelMissing, match="has sha256"):
-        mpnet._cached_model(archive)
+        mpnet._build(archive, mpnet._cached_path(), Progress("build", 100, "%", io.StringIO()))
     assert not list((tmp_path / "cache").rglob("*.onnx"))
 
 
@@ -127,9 +130,10 @@ async def test_a_paraphrase_is_recalled_through_a_real_nexus_serve(tmp_path: Pat
         assert out["memories"][0]["id"] == spot
 
 
-def test_a_build_on_a_full_disk_is_a_clear_error_and_leaves_nothing(tmp_path: Path) -> None:
-    """The disk fills while the model is written (a 50 MB file size limit, as ENOSPC): the embedder says where
-    and why, and the cache folder is left empty."""
+def test_a_build_shows_its_progress_and_on_a_full_disk_is_a_clear_error_that_leaves_nothing(tmp_path: Path) -> None:
+    """On a terminal the build's line moves every second, with its share done, rate and time left (issue 33).
+    The disk fills while the model is written (a 50 MB file size limit, as ENOSPC): the line says where the build
+    stopped, the embedder says where and why, and the cache folder is left empty."""
     script = """
 import resource, signal
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
@@ -141,9 +145,16 @@ except EmbedderError as exc:
     print(exc)
 """
     env = {**os.environ, "NEXUS_MODEL_CACHE": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert f"could not build its model in {tmp_path / 'cache' / 'models'}: File too large" in out.stdout, out.stderr
+    out = on_a_terminal([sys.executable, "-c", script], env, str(tmp_path), timeout=300)
+    assert f"could not build its model in {tmp_path / 'cache' / 'models'}: File too large" in out.stdout, out.drawn
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    *live, stopped = [d for d in out.drawn if d.text.startswith("building the all-mpnet-base-v2 model: ")]
+    drawn = [LIVE.match(d.text) for d in live]
+    counts = [int(m["done"]) for m in drawn if m and m["total"] == "100"]
+    assert len(counts) == len(live) and counts == sorted(counts), out.drawn
+    assert counts[-1] >= 40 and max(b.at - a.at for a, b in itertools.pairwise([*live, stopped])) <= GAP, out.drawn
+    # The file size limit stops the graph's save: the steps before it (2 + 23 + 15 %) were done, the guess undone.
+    assert stopped.text.startswith("building the all-mpnet-base-v2 model: stopped at 40/100 % after "), stopped
 
 
 def test_a_build_killed_midway_is_removed_by_the_next_one(tmp_path: Path) -> None:

@@ -34,6 +34,22 @@ def _snapshot(st: ChromaStore) -> tuple[dict, list]:
     return records, links
 
 
+async def test_the_export_tool_pages_through_the_same_lines_as_a_whole_export(memory_host) -> None:
+    """Each page reads only its own memories and links (`nexus memory export` asks for 50 lines a call)."""
+    host = memory_host()
+    async with Client(host.server) as client:
+        await _fill(client)
+        whole = io.StringIO()
+        export_memories(service_in(host).store, whole)
+        for limit in (1, 2, 4, 10):
+            lines, offset = [], 0
+            while offset is not None:
+                page = await call(client, "export_memories", offset=offset, limit=limit)
+                assert page["total_lines"] == 6 and len(page["lines"]) <= limit
+                lines, offset = lines + page["lines"], page["next_offset"]
+            assert lines == whole.getvalue().splitlines(), limit
+
+
 async def test_round_trip_keeps_everything(memory_host, tmp_path: Path) -> None:
     host = memory_host()
     async with Client(host.server) as client:
@@ -81,6 +97,7 @@ async def test_cli_export_then_import_into_another_store(memory_host, tmp_path: 
     res = runner.invoke(memory_cli, ["--config", str(src_cfg), "--standalone", "export", str(out)])
     assert res.exit_code == 0, res.output
     assert "exported 3 memories and 2 links" in res.output
+    assert res.output.startswith("export: 5/5 lines in ") and "\r" not in res.output  # not a terminal: one line
     res = runner.invoke(memory_cli, ["--config", str(dst_cfg), "--standalone", "import", str(out)])
     assert res.exit_code == 0, res.output
     assert "imported 3 memories (0 re-embedded, 0 already present) and 2 links" in res.output
@@ -117,7 +134,10 @@ def test_nexus_memory_export_and_import_from_the_command_line(tmp_path: Path) ->
     )
     assert stored.exit_code == 0, stored.output
     dump = tmp_path / "memories.jsonl"
-    assert runner.invoke(cli, ["memory", "--config", str(source), "export", str(dump)]).exit_code == 0
+    exported = runner.invoke(cli, ["memory", "--config", str(source), "export", str(dump)])
+    assert exported.exit_code == 0, exported.output
+    progress, summary = exported.output.splitlines()  # not a terminal: the bar's final line, then the command's
+    assert progress.startswith("export: 1/1 lines in ") and summary == "exported 1 memories and 0 links"
     assert "E11000" in dump.read_text()
     imported = runner.invoke(cli, ["memory", "--config", str(target), "import", str(dump)])
     assert imported.exit_code == 0, imported.output

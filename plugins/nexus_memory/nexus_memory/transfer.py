@@ -23,6 +23,7 @@ import click
 
 from nexus_memory.embed import Embedder, EmbedderError
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
+from nexus_memory.progress import STEP, Progress
 from nexus_memory.store import (
     HNSW,
     ChromaStore,
@@ -35,8 +36,7 @@ from nexus_memory.store import (
 )
 
 FORMAT = "nexus-memory/1"
-BATCH = 256
-PAGE = 2000  # lines a call of export_memories or import_memories carries for `nexus memory`
+PAGE = STEP  # lines a call of export_memories or import_memories carries for `nexus memory`: the progress's step
 
 
 @dataclass
@@ -47,15 +47,12 @@ class TransferCounts:
     re_embedded: int = 0
 
 
-def _progress(total: int | None, desc: str, enabled: bool) -> Any:
-    from tqdm import tqdm
+def _progress(label: str, total: int | None, shown: bool = True, unit: str = "lines") -> Progress:
+    """The command's progress on stderr; not shown (written nowhere) when a tool runs the same code."""
+    return Progress(label, total, unit, None if shown else io.StringIO())
 
-    return tqdm(total=total, desc=desc, unit="mem", file=sys.stderr, disable=not enabled)
 
-
-def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) -> TransferCounts:
-    counts = TransferCounts()
-    store.open()  # the collection's embedder and recipe, not the configured ones
+def _header(store: ChromaStore) -> str:
     header = {
         "kind": "header",
         "format": FORMAT,
@@ -63,33 +60,65 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
         "dimension": store.embedder.dimension,
         "text": store.recipe,
     }
-    out.write(json.dumps(header) + "\n")
-    with _progress(store.count(), "export", progress) as bar:
+    return json.dumps(header)
+
+
+def _memory_lines(got: dict[str, Any]) -> Iterator[str]:
+    """One line per memory of a Chroma get() with documents, metadatas and embeddings."""
+    for i, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
+        r = Record.from_chroma(i, doc, meta)
+        line = {
+            "kind": "memory",
+            "id": r.id,
+            "content": r.content,
+            "memory_type": r.memory_type,
+            "context": r.context,
+            "tags": r.tags,
+            "created_at": r.created_at,
+            "updated_at": r.updated_at,
+            "archived": r.archived,
+            "last_recalled_at": r.last_recalled_at,
+            "embedding": [round(float(x), 7) for x in vec],
+        }
+        yield json.dumps(line, ensure_ascii=False)
+
+
+def _link_line(lk: LinkRecord) -> str:
+    return json.dumps({"kind": "link", **lk.metadata()}, ensure_ascii=False)
+
+
+def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) -> TransferCounts:
+    counts = TransferCounts()
+    store.open()  # the collection's embedder and recipe, not the configured ones
+    out.write(_header(store) + "\n")
+    with _progress("export", store.count() + store.links.count(), progress) as bar:
         for got in store.page(include=("documents", "metadatas", "embeddings")):
-            for i, doc, meta, vec in zip(
-                got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
-            ):
-                r = Record.from_chroma(i, doc, meta)
-                line = {
-                    "kind": "memory",
-                    "id": r.id,
-                    "content": r.content,
-                    "memory_type": r.memory_type,
-                    "context": r.context,
-                    "tags": r.tags,
-                    "created_at": r.created_at,
-                    "updated_at": r.updated_at,
-                    "archived": r.archived,
-                    "last_recalled_at": r.last_recalled_at,
-                    "embedding": [round(float(x), 7) for x in vec],
-                }
-                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            for line in _memory_lines(got):
+                out.write(line + "\n")
                 counts.memories += 1
-                bar.update(1)
-    for lk in store.links.all():
-        out.write(json.dumps({"kind": "link", **lk.metadata()}, ensure_ascii=False) + "\n")
-        counts.links += 1
+                bar.update()
+        for lk in store.links.all():
+            out.write(_link_line(lk) + "\n")
+            counts.links += 1
+            bar.update()
     return counts
+
+
+def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str], int]:
+    """Lines ``offset`` to ``offset + limit`` of ``export_memories``'s output, and how many it has in all: only
+    those memories are read, so paging through a store reads it once, not once a page."""
+    store.open()
+    memories = store.count()
+    lines = [_header(store)] if offset == 0 else []
+    first, end = max(offset - 1, 0), offset + limit - 1  # memory indexes: line n is memory n - 1
+    if first < min(end, memories):
+        include = ["documents", "metadatas", "embeddings"]
+        lines += _memory_lines(store.memories.get(offset=first, limit=min(end, memories) - first, include=include))
+    first, end = max(first - memories, 0), end - memories  # link indexes
+    if end > first:
+        got = store.links.collection.get(offset=first, limit=end - first, include=["metadatas"])
+        lines += [_link_line(LinkRecord.from_meta(meta)) for meta in got["metadatas"]]
+    return lines, 1 + memories + store.links.count()
 
 
 def _lines(src: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -155,16 +184,17 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
         else:
             raise ValueError(f"line {n}: unknown kind {kind!r}")
     counts = TransferCounts()
-    with _progress(len(memories), "import", progress) as bar:
-        for start in range(0, len(memories), BATCH):
-            _flush(store, memories[start : start + BATCH], counts, bar)
-    for lk in links:
-        counts.links += store.links.put(lk)
+    with _progress("import", len(memories) + len(links), progress) as bar:
+        for start in range(0, len(memories), STEP):
+            _flush(store, memories[start : start + STEP], counts, bar)
+        for lk in links:
+            counts.links += store.links.put(lk)
+            bar.update()
     return counts
 
 
 def _flush(
-    store: ChromaStore, batch: list[tuple[Record, list[float] | None]], counts: TransferCounts, bar: Any
+    store: ChromaStore, batch: list[tuple[Record, list[float] | None]], counts: TransferCounts, bar: Progress
 ) -> None:
     if not batch:
         return
@@ -204,14 +234,14 @@ def reindex(store: ChromaStore, target: Embedder, recipe: str, progress: bool = 
     fresh_parts = client.create_collection(fresh_parts_name, embedding_function=None, metadata={"nexus_kind": "parts"})
     done = 0
     try:
-        with _progress(store.count(), "reindex", progress) as bar:
+        with _progress("reindex", store.count(), progress, "memories") as bar:
             for got in store.page(include=("documents", "metadatas")):
-                records = [
-                    Record.from_chroma(*row) for row in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-                ]
-                _reembed(records, target, recipe, fresh, fresh_parts)
-                done += len(records)
-                bar.update(len(records))
+                rows = list(zip(got["ids"], got["documents"], got["metadatas"], strict=True))
+                for start in range(0, len(rows), STEP):
+                    records = [Record.from_chroma(*row) for row in rows[start : start + STEP]]
+                    _reembed(records, target, recipe, fresh, fresh_parts)
+                    done += len(records)
+                    bar.update(len(records))
     except BaseException:
         client.delete_collection(fresh_name)  # the old collections are untouched
         client.delete_collection(fresh_parts_name)
@@ -337,14 +367,17 @@ def _counted(lines: list[str], out: IO[str]) -> TransferCounts:
 
 
 async def _export_pages(session: Any) -> list[str]:
-    lines: list[str] = []
-    offset: int | None = 0
-    with _progress(None, "export", True) as bar:
-        while offset is not None:
-            page = _structured(await session.call_tool("export_memories", {"offset": offset, "limit": PAGE}))
-            lines += page["lines"]
-            bar.update(len(page["lines"]))
-            offset = page["next_offset"]
+    async def page(offset: int) -> dict[str, Any]:
+        return _structured(await session.call_tool("export_memories", {"offset": offset, "limit": PAGE}))
+
+    got = await page(0)
+    lines: list[str] = got["lines"]
+    with _progress("export", got["total_lines"] - 1) as bar:  # the header is not counted
+        bar.update(len(lines) - 1)
+        while got["next_offset"] is not None:
+            got = await page(got["next_offset"])
+            lines += got["lines"]
+            bar.update(len(got["lines"]))
     return lines
 
 
@@ -370,7 +403,7 @@ async def _import_batches(session: Any, lines: list[str]) -> TransferCounts:
     header = [line for line in lines if line.startswith('{"kind": "header"')][:1]
     body = [line for line in lines if line.strip() and not line.startswith('{"kind": "header"')]
     counts = TransferCounts()
-    with _progress(len(body), "import", True) as bar:
+    with _progress("import", len(body)) as bar:
         for start in range(0, len(body), PAGE):
             batch = body[start : start + PAGE]
             got = _structured(await session.call_tool("import_memories", {"lines": header + batch}))

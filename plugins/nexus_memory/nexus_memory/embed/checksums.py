@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -103,9 +104,15 @@ def check_bytes(data: bytes, path: Path, package: Package, expected: str) -> Non
 
 
 def check_file(
-    path: Path, package_name: str, reinstall: str, expected: str, error: type[Exception] = EmbedderError
+    path: Path,
+    package_name: str,
+    reinstall: str,
+    expected: str,
+    error: type[Exception] = EmbedderError,
+    progress: Callable[[int], None] | None = None,
 ) -> None:
-    """The file at ``path`` must have the sha256 ``expected``: hashed in chunks, once per process."""
+    """The file at ``path`` must have the sha256 ``expected``: hashed in chunks (``progress(bytes)`` after each),
+    once per process."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, expected)
     with _lock:
@@ -115,6 +122,8 @@ def check_file(
     with path.open("rb") as f:
         while chunk := f.read(CHUNK):
             digest.update(chunk)
+            if progress:
+                progress(len(chunk))
     actual = digest.hexdigest()
     if actual != expected:
         raise error(mismatch(str(path), package_name, reinstall, actual, expected))

