@@ -133,7 +133,7 @@ class Reader:
         for part in (p.strip() for p in command.text.split(" && ")):
             if _not_run(part):
                 continue
-            if re.search(r"\bnexus (console|serve\b.*--transport http)", part) and not self.holds_port:
+            if re.search(r"\bnexus (console|serve\b.*--transport (http|sse))", part) and not self.holds_port:
                 PORT.acquire()
                 self.holds_port = True
             served = next((check for pattern, check in SERVED if re.search(pattern, part)), None)
@@ -236,7 +236,7 @@ def _link_answers(reader: Reader, stdout: str) -> str | None:
 
 # Servers, started and checked by these instead of waiting for them to end.
 SERVED: list[tuple[str, Callable[[Reader, str], str | None]]] = [
-    (r"\bnexus serve\b.*--transport http", _serve_http),
+    (r"\bnexus serve\b.*--transport (http|sse)", _serve_http),  # sse serves /mcp beside /sse
     (r"\bnexus serve\b", _serve_stdio),
 ]
 # What a command that ended must have done besides ending well.
