@@ -1,6 +1,7 @@
 """Bytes of tool definitions a client receives from tools/list, per plugin and per profile.
 
-Starts ``nexus serve --standalone`` with every installed plugin: with each plugin's default grants,
+Starts ``nexus serve --standalone`` with every installed plugin but the example (``examples/nexus_hello``,
+not part of a Nexus install): with each plugin's default grants,
 with every category granted, and with each built-in profile. It reads the raw tools/list reply off
 the pipe and splits each tool's bytes (compact JSON, as sent) into description, input schema and
 output schema (the rest is name, title, annotations and _meta). ``model`` is what a model reads
@@ -28,6 +29,7 @@ from nexus_core.assembly import build_host
 from nexus_core.config.model import BUILTIN_PROFILES, parse_config
 
 SEARCH = ("find_tools", "call_tool")  # registered only when tool search is on
+EXAMPLE = "hello"  # the example plugin: installed in the development environment only
 COLUMNS = ("tools", "bytes", "desc", "in", "out", "model")
 
 
@@ -78,11 +80,13 @@ def main() -> None:
     files.mkdir()
     base = f'[server]\ndata_dir = "{work / "data"}"\nroots = ["{files}"]\n'
     host = build_host(parse_config({"server": {"data_dir": str(work / "data"), "roots": [str(files)]}}))
+    if EXAMPLE in host.plugins:
+        base += f"[plugins.{EXAMPLE}]\nenabled = false\n"
     plugin_of = {name: entry.plugin for name, entry in host.tools.items()} | dict.fromkeys(SEARCH, "tool_search")
     every = "".join(
         f"[plugins.{state.name}]\ncategories = {json.dumps(sorted(state.categories))}\n"
         for state in host.plugins.values()
-        if state.categories
+        if state.categories and state.name != EXAMPLE
     )
     search = base.replace("[server]\n", "[server]\ntool_search = true\n")
     runs = {

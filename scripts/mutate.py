@@ -93,6 +93,8 @@ POLICY_T = "tests/files/test_write_policy.py::"
 LINKS_T = "tests/files/test_execute_links.py::"
 DISK_T = "tests/core/test_full_disk.py::"
 SEARCH_T = "tests/core/test_tool_search.py::"
+RANK_T = "tests/core/test_tool_ranking.py::"
+SCHEMA_T = "tests/core/test_schemas.py::"
 
 MUTATIONS: list[Mutation] = [
     # -- the core: the permission gate -------------------------------------------------------------------
@@ -1505,6 +1507,46 @@ MUTATIONS: list[Mutation] = [
         SEARCH_T + "test_tool_search_through_the_relay_keeps_each_session_within_its_grants_and_profile",
         "call_tool calls through the gate: a refused tool is refused with its reason, and audited",
     ),
+    m(
+        "find-tools-ignores-keywords",
+        CORE + "builtin/tool_search.py",
+        "rank = functools.partial(ranker.rank, query, definitions, keywords)",
+        "rank = functools.partial(ranker.rank, query, definitions)",
+        SEARCH_T + "test_find_tools_matches_keywords_that_no_client_is_sent",
+        "find_tools matches a tool's keywords, which no client is sent",
+    ),
+    m(
+        "ranker-ignores-keywords",
+        CORE + "builtin/tool_ranking.py",
+        'kw = [(keywords or {}).get(t["name"], "") for t in tools]',
+        'kw = ["" for t in tools]',
+        RANK_T + "test_keywords_rank_a_tool_by_words_its_description_leaves_out",
+        "tool search ranks a tool by its keywords, by words and by meaning",
+    ),
+    m(
+        "ranker-reads-file-names",
+        CORE + "builtin/tool_ranking.py",
+        "        query = without_file_names(query)\n",
+        "",
+        RANK_T + "test_a_file_name_counts_as_the_word_file",
+        "a file name in a request counts as the word 'file' (its own words match unrelated tools)",
+    ),
+    m(
+        "schema-lists-null",
+        CORE + "host/schemas.py",
+        "if not isinstance(branches, list) or _NULL not in branches or len(branches) < 2:",
+        "if True:",
+        SCHEMA_T + "test_an_optional_input_is_its_type_without_null_or_bounds tests/core/test_tool_list_size.py",
+        "an optional parameter that defaults to None is listed as its type, without a null branch",
+    ),
+    m(
+        "schema-lists-bounds",
+        CORE + "host/schemas.py",
+        "    for key in _BOUNDS:\n",
+        "    for key in ():\n",
+        SCHEMA_T + "test_an_optional_input_is_its_type_without_null_or_bounds tests/core/test_tool_list_size.py",
+        "input schemas list no bounds (the server checks them on every call)",
+    ),
     # -- issue 32: model checksums ------------------------------------------------------------------------
     m(
         "use-files-not-checked",
@@ -2027,7 +2069,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "design-git-tool-unregistered",
         FILES + "git.py",
-        '    (git, "Git (read-only)"),\n',
+        '    (git, "Git (read-only)", "version control"),\n',
         "",
         "tests/files/test_git.py::test_the_design_git_tool_runs_a_read_only_command_as_the_git_tools_do",
         "001's one read-only git tool: a command and its arguments, run as the git_* tools",

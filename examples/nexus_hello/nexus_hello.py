@@ -59,7 +59,8 @@ def nexus_register_tools(register, ctx: PluginContext) -> None:
             return LineCount(path=ctx.paths.display(real), lines=sum(1 for _ in f))
 
     register(hello, category="greet", title="Say hello", read_only=True, idempotent=False)
-    register(count_lines, category="files", title="Count lines", read_only=True, idempotent=True)
+    # keywords: other words for the job, which tool search (find_tools) matches; no client is sent them
+    register(count_lines, category="files", title="Count lines", read_only=True, idempotent=True, keywords="wc -l")
 
 
 @hookimpl

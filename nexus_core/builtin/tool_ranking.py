@@ -2,9 +2,14 @@
 
 BM25 is a dozen lines here rather than a dependency: the documents are a few hundred
 short tool definitions, and the scoring must see exactly the text we choose (name split
-into words, title, description, parameter names and descriptions). The embedder is the
-memory plugin's MiniLM, reached through one optional import (``embedder``); without it,
-ranking is lexical only.
+into words, title, description, parameter names and descriptions, and the keywords a
+plugin gave the tool). The embedder is the memory plugin's MiniLM, reached through one
+optional import (``embedder``); without it, ranking is lexical only.
+
+Keywords (``register(..., keywords=...)``) are the everyday words for a tool's job that its
+description leaves out ("duplicate" for a copy, "who wrote" for a blame): a description a
+model reads on every turn stays short, and the search still finds the tool. The embedder
+compares a request with a tool's text and with its keywords, and takes the closer.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 log = logging.getLogger("nexus")
@@ -40,9 +45,13 @@ _SYNONYMS = [
     "node entity",
     "page entity",
     "note memory",
+    "sum add plus total",
 ]
 SYNONYMS = {w: set(line.split()) - {w} for line in _SYNONYMS for w in line.split()}
-SEMANTIC_WEIGHT = 0.7  # the share of the meaning score in the blend (tuned on the tune half: 0.5 to 0.9)
+SEMANTIC_WEIGHT = 0.6  # the meaning score's share in the blend (tune half, with keywords: 0.5 to 0.8)
+# A file name in a request ("package.json", "src/app.py"): only "a file" in it tells which tool serves the request;
+# its words ("package", "json") would match tools that have nothing to do with it.
+FILE_NAME = re.compile(r"(?<![\w/.~-])(?:~/|\.{1,2}/|/)?(?:[\w.-]+/)*[\w-]*\w\.[A-Za-z][A-Za-z0-9]{0,9}(?![\w/.-])")
 
 
 def words(text: str) -> list[str]:
@@ -59,11 +68,31 @@ def _stem(word: str) -> str:
     return word
 
 
-def tool_text(tool: dict[str, Any]) -> str:
-    """The words a tool is found by: name (twice: it is the densest clue), title, description, parameters."""
-    parts = [tool["name"], tool["name"], tool.get("title") or "", tool.get("description") or ""]
+def without_file_names(query: str) -> str:
+    """The request as the rankers read it: each file name becomes the word "file"."""
+    return FILE_NAME.sub(lambda m: m[0] if m[0].lower() in ("e.g", "i.e") else "file", query)
+
+
+def meaning_text(tool: dict[str, Any], keywords: str = "") -> str:
+    """A tool as the embedder reads it: name in words, the description's first paragraph, parameter names,
+    keywords.
+
+    One short sentence-like text: the embedder weighs all of it, and a long description's later
+    paragraphs (limits, errors) or parameter descriptions pull it away from what the tool is for.
+    """
+    name = re.sub(r"[_-]+", " ", tool["name"])
+    summary = (tool.get("description") or "").strip().split("\n\n")[0]
+    params = ", ".join(re.sub(r"[_-]+", " ", p) for p in (tool.get("inputSchema") or {}).get("properties") or {})
+    return f"{name}: {summary} ({params}) {keywords}".rstrip()
+
+
+def tool_text(tool: dict[str, Any], keywords: str = "") -> str:
+    """The words a tool is found by: name (twice: it is the densest clue), title, description, parameters,
+    the values a parameter takes (``enum``), and its keywords."""
+    parts = [tool["name"], tool["name"], tool.get("title") or "", tool.get("description") or "", keywords]
     for name, schema in ((tool.get("inputSchema") or {}).get("properties") or {}).items():
-        parts += [name, str(schema.get("description", "")) if isinstance(schema, dict) else ""]
+        schema = schema if isinstance(schema, dict) else {}
+        parts += [name, str(schema.get("description", "")), " ".join(map(str, schema.get("enum") or ()))]
     return "\n".join(parts)
 
 
@@ -126,27 +155,39 @@ class Ranker:
         self.embed = embed
         self._vectors: dict[str, list[float]] = {}
 
-    def rank(self, query: str, tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``tools``, best match first; tools that match neither by word nor by meaning come last."""
+    def rank(
+        self, query: str, tools: Sequence[dict[str, Any]], keywords: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """``tools``, best match first; ``keywords``: a tool's keywords by its name."""
         if not tools:
             return []
-        texts = [tool_text(t) for t in tools]
-        lexical = _normalised(BM25(texts).scores(query))
-        blended = lexical
+        query = without_file_names(query)
+        kw = [(keywords or {}).get(t["name"], "") for t in tools]
+        blended = _normalised(BM25([tool_text(t, k) for t, k in zip(tools, kw, strict=True)]).scores(query))
         if self.embed is not None:
-            meaning = self._similarities(query, texts)
-            blended = [SEMANTIC_WEIGHT * m + (1 - SEMANTIC_WEIGHT) * w for m, w in zip(meaning, lexical, strict=True)]
-        order = sorted(range(len(tools)), key=lambda i: (-blended[i], tools[i]["name"]))
-        return [tools[i] for i in order]
+            meaning = _normalised(self._meaning(query, tools, kw))
+            blended = [SEMANTIC_WEIGHT * m + (1 - SEMANTIC_WEIGHT) * w for m, w in zip(meaning, blended, strict=True)]
+        return [tools[i] for i in _best_first(blended, tools)]
 
-    def _similarities(self, query: str, texts: list[str]) -> list[float]:
+    def _meaning(self, query: str, tools: Sequence[dict[str, Any]], keywords: list[str]) -> list[float]:
+        """Each tool's cosine with the request: with its text, or with its keywords alone when they are closer
+        (a short request is nearer to a few words than to a whole description)."""
         assert self.embed is not None
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        texts = [meaning_text(t, k) for t, k in zip(tools, keywords, strict=True)]
+        missing = [t for t in dict.fromkeys([*texts, *filter(None, keywords)]) if t not in self._vectors]
         if missing:
             self._vectors.update(zip(missing, self.embed(missing), strict=True))
         (q,) = self.embed([query])
-        sims = [sum(a * b for a, b in zip(q, self._vectors[t], strict=True)) for t in texts]
-        return _normalised(sims)
+
+        def cosine(text: str) -> float:
+            return sum(a * b for a, b in zip(q, self._vectors[text], strict=True))
+
+        return [max(cosine(text), cosine(k) if k else -1.0) for text, k in zip(texts, keywords, strict=True)]
+
+
+def _best_first(scores: list[float], tools: Sequence[dict[str, Any]]) -> list[int]:
+    """Indexes of ``tools`` by score, best first; ties by name, so a ranking never depends on the listing order."""
+    return sorted(range(len(tools)), key=lambda i: (-scores[i], tools[i]["name"]))
 
 
 def _normalised(scores: list[float]) -> list[float]:

@@ -3,8 +3,9 @@
 With ``[server] tool_search = true`` (or a profile's ``tool_search = true``), a session's
 tools/list shows only the pinned tools (``tool_search_pinned``); ``find_tools`` ranks every
 tool the session may call (native, tool files, bridged: ``NexusServer.callable_tools``, so never
-one the gate refuses it) and adds the ones it returns to the session's list, with
-``notifications/tools/list_changed`` so a client that refreshes calls them directly.
+one the gate refuses it), a native tool's ``keywords`` included, and adds the ones it returns to
+the session's list, with ``notifications/tools/list_changed`` so a client that refreshes calls
+them directly.
 ``call_tool`` calls any of them for clients that do not refresh: it goes through
 ``NexusServer.call_tool``, so the same gate and one more audit record.
 
@@ -81,7 +82,9 @@ class ToolSearchPlugin:
         tools = [t for t in await host.server.callable_tools() if not self._own(t.name)]
         ranker = await self._ranker_loaded()
         definitions = [_definition(t) for t in tools]
-        best = (await anyio.to_thread.run_sync(functools.partial(ranker.rank, query, definitions)))[:limit]
+        keywords = {name: entry.spec.keywords for name, entry in host.tools.items() if entry.spec.keywords}
+        rank = functools.partial(ranker.rank, query, definitions, keywords)
+        best = (await anyio.to_thread.run_sync(rank))[:limit]
         session = current()
         new = {t["name"] for t in best} - session.found_tools
         session.found_tools |= new

@@ -133,6 +133,7 @@ class ToolSpec:
     title: str | None
     description: str | None
     hints: dict[str, bool]
+    keywords: str = ""  # read by tool search only, never listed
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ class ToolRegistrar(_Registrar):
         destructive: bool = True,
         idempotent: bool = False,
         open_world: bool = False,
+        keywords: str = "",
     ) -> None:
         """Register ``fn`` as a tool.
 
@@ -195,13 +197,16 @@ class ToolRegistrar(_Registrar):
         :param destructive: it may delete or overwrite (``destructiveHint``; moot when read-only).
         :param idempotent: calling it twice with the same arguments does no more (``idempotentHint``).
         :param open_world: it reaches beyond the machine, e.g. the network (``openWorldHint``).
+        :param keywords: other words for what it does (``"duplicate, cp"`` for a copy), which tool search
+            (``find_tools``) matches besides the name, title, description and parameters. No client sees
+            them: they cost nothing in the list a model reads on every turn.
         """
         tool_name = name or fn.__name__
         self._check_category(category, f"tool '{tool_name}'")
         hints = {"readOnlyHint": read_only, "idempotentHint": idempotent, "openWorldHint": open_world}
         if not read_only:
             hints["destructiveHint"] = destructive
-        self.specs.append(ToolSpec(self.plugin, tool_name, fn, category, title, description, hints))
+        self.specs.append(ToolSpec(self.plugin, tool_name, fn, category, title, description, hints, keywords))
 
 
 @dataclass

@@ -6,11 +6,20 @@ Every client receives every tool's schemas before the user says a word, so each 
   ``start_line``);
 - a ``$defs`` entry used once: written in place, since a ``$ref`` and its definition cost more;
 - in an output schema, ``default``: a result never falls back to one;
-- in an input schema, ``"default": null``: a parameter left out of ``required`` already says it may
-  be omitted, and the tool then gets None (15 bytes for each optional parameter, 405 in the default list).
+- in an input schema, an optional parameter that defaults to None is shown as its value's type
+  (``{"type": "string"}``, not ``{"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}``):
+  leaving it out of ``required`` already says it may be omitted, and omitting it is what null means.
+  The server still accepts an explicit null (calls are validated by the tool's own model, not by this
+  schema); the schema shows the one way to say "none" (about 40 bytes for each such parameter);
+- in an input schema, bounds (``minimum``, ``maxLength``, ``maxItems``, ...): the tool's own model
+  checks them on every call and answers one outside them in a line that names the bound (``limit must
+  be at most 100, got 500``); a model rarely reaches one, and would pay for all of them on every turn.
+  What a model needs to fill a parameter stays: its name, type, default, choices (``enum``), format
+  (``pattern``) and description.
 
-The same instances pass and fail as before; names, types, bounds, ``required`` and every other
-parameter default are untouched.
+Names, types, ``required`` and every parameter default are untouched, and calls are validated exactly
+as before. An output schema passes and fails the same instances as before (a client may validate a
+result against it).
 """
 
 from __future__ import annotations
@@ -21,11 +30,24 @@ from typing import Any
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA = ("items", "additionalProperties", "not", "contains")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs")
+_NULL = {"type": "null"}
+_BOUNDS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+)
 
 
 def compact(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
     schema = copy.deepcopy(schema)
     _inline_single_use_defs(schema)
+    if not output:
+        _simplify_input(schema)
     _strip(schema, ("title", "default") if output else ("title",))
     return schema
 
@@ -45,6 +67,28 @@ def _strip(node: dict[str, Any], keys: tuple[str, ...]) -> None:
     for child in _children(node):
         if isinstance(child, dict):
             _strip(child, keys)
+
+
+def _simplify_input(node: dict[str, Any]) -> None:
+    """At every depth: bounds go, and each optional property that defaults to None loses its ``null`` branch."""
+    for key in _BOUNDS:
+        node.pop(key, None)
+    required = set(node.get("required", ()))
+    for name, prop in (node.get("properties") or {}).items():
+        if not isinstance(prop, dict) or name in required or prop.get("default", ...) is not None:
+            continue
+        branches = prop.get("anyOf")
+        if not isinstance(branches, list) or _NULL not in branches or len(branches) < 2:
+            continue
+        rest = [b for b in branches if b != _NULL]
+        del prop["anyOf"], prop["default"]
+        if len(rest) == 1 and not set(rest[0]) & set(prop):
+            prop.update(rest[0])  # the one remaining branch, in place (its description stays the field's)
+        else:
+            prop["anyOf"] = rest
+    for child in _children(node):
+        if isinstance(child, dict):
+            _simplify_input(child)
 
 
 def _refs(node: dict[str, Any], found: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@ import mcp_types as types
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
+from nexus_core import hookimpl
+from nexus_core.builtin.tool_search import ToolSearchPlugin
 from tests.conftest import http_client, nexus_command, server_env, write_config
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +165,27 @@ async def test_a_2026_client_searches_and_calls_through_the_relay(tmp_path: Path
         assert "count_lines" not in await found(client, "count the lines of a text file", limit=20)
         result = await client.call_tool("call_tool", {"name": "hello", "arguments": {"name": "Di"}})
         assert not result.is_error and "Hello, Di!" in result.content[0].text
+
+
+class Shelf:
+    """Four look-alike tools; one has keywords its description never says."""
+
+    @hookimpl
+    def nexus_register_tools(self, register: Any) -> None:
+        for verb in ("copy", "move", "tag", "drop"):
+
+            def tool(item: str) -> str:
+                return item
+
+            tool.__name__ = f"{verb}_item"
+            extra = {"keywords": "zorblax, quuxify"} if verb == "tag" else {}
+            register(tool, category="default", description=f"{verb.capitalize()} an item.", **extra)
+
+
+async def test_find_tools_matches_keywords_that_no_client_is_sent(make_host: Any) -> None:
+    host = make_host({"tool_search": ToolSearchPlugin(True), "shelf": Shelf()}, {"server": {"tool_search": True}})
+    async with Client(host.server, mode="legacy") as client:  # a session: what find_tools found joins its list
+        assert (await found(client, "zorblax quuxify this item", limit=1)) == ["tag_item"]
+        answer = (await client.call_tool("find_tools", {"query": "tag an item"})).structured_content
+        listed = [t.model_dump(mode="json") for t in (await client.list_tools()).tools]
+    assert "tag_item" in {t["name"] for t in listed} and "zorblax" not in json.dumps([answer, listed])

@@ -47,7 +47,7 @@ async def test_tools_take_the_designed_input_schemas(graph_host) -> None:
     assert props["category"]["enum"] == ["concepts", "tech_stack", "people", "projects", "decisions"]
     assert props["id"]["pattern"] == "^[a-z0-9-]+$"
     assert all(props[k]["type"] == "string" for k in ("category", "id", "type", "name", "desc"))
-    assert {"type": "array", "items": {"type": "string"}} in props["tags"]["anyOf"]
+    assert props["tags"] == {"description": props["tags"]["description"], "type": "array", "items": {"type": "string"}}
     connect = listed["connect_entities"]
     assert list(connect["properties"]) == ["src", "rel", "dst", "context"]
     assert connect["required"] == ["src", "rel", "dst"]

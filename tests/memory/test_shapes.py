@@ -214,7 +214,7 @@ async def test_parameters_are_the_designs(seeded: tuple[Client, dict[str, str]])
     filters = {"context_filter": None, "tag_filter": None, "type_filter": None}
     added = {"include_archived": False}  # Nexus's additions, all optional
     assert params("recall_memories") == ({"query": None, "limit": 5, **filters, **added}, ["query"])
-    assert tools["recall_memories"]["properties"]["limit"]["maximum"] == 20
+    assert tools["recall_memories"]["properties"]["limit"]["description"] == "At most 20."  # checked on call
     assert params("list_memories") == ({"limit": 20, "offset": 0, **filters, **added}, [])
     for name in ("get_memory", "delete_memory", "get_memory_links"):
         assert params(name) == ({"memory_id": None}, ["memory_id"])

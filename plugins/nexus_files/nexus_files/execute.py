@@ -108,7 +108,7 @@ async def run_command(
         float | None, Field(gt=0, description="Seconds before the process group is killed (at most the config's).")
     ] = None,
 ) -> CommandResult:
-    """Run a command line in the user's shell, inside a root, with secrets removed from the environment.
+    """Run a shell command line (build, test, any program) in a root, with secrets removed from the environment.
 
     Only commands in allowed_commands run (denied_commands always win); the refusal says why.
     A non-zero exit code is a result, not an error; a timeout is an error.
@@ -156,10 +156,11 @@ async def run_python(
 
 
 def register(register: ToolRegistrar, ctx: PluginContext) -> None:
-    hints = {"destructive": True, "open_world": True}
+    hints = {"destructive": True, "open_world": True, "keywords": "shell, terminal, bash, build, test, make, npm"}
     register(tool(run_command, ctx), category="execute", title="Run a shell command", **hints)
     # The NEXUS skills design names this skill bash_safe: the same tool, under the same checks.
     register(
         tool(run_command, ctx), name="bash_safe", category="execute", title="Run a shell command (bash_safe)", **hints
     )
-    register(tool(run_python, ctx), category="python", title="Run a Python script", **hints)
+    python = hints | {"keywords": "python code, compute, calculate"}
+    register(tool(run_python, ctx), category="python", title="Run a Python script", **python)

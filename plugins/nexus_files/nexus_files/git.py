@@ -73,8 +73,8 @@ DRIVER_COMMANDS = {"filter": ("clean", "smudge", "process"), "diff": ("textconv"
 # Entries of a git directory that must not lead outside the roots (symlinks, alternates).
 GIT_DIR_ENTRIES = ("objects", "refs", "packed-refs", "HEAD", "index", "config", "config.worktree", "info", "logs")
 
-RepoArg = Annotated[str, Field(description="Any folder of the git repository.")]
-RevArg = Annotated[str, Field(description="A commit, branch or tag (e.g. HEAD~2, main, v1.0).")]
+RepoArg = str  # any folder of the repository; "." is what a model means by "this repo"
+RevArg = str
 
 
 class StatusEntry(BaseModel):
@@ -711,7 +711,7 @@ def git_of(ctx: PluginContext) -> Git:
 
 
 async def git_status(ctx: PluginContext, repo: RepoArg = ".") -> GitStatus:
-    """Branch, upstream, and changed, staged and untracked files (git status)."""
+    """Branch, upstream, changed and untracked files."""
     git = git_of(ctx)
     refuse_options(repo=repo)
     known = await git.locate(repo)
@@ -733,15 +733,13 @@ async def git_status(ctx: PluginContext, repo: RepoArg = ".") -> GitStatus:
 async def git_log(
     ctx: PluginContext,
     repo: RepoArg = ".",
-    path: Annotated[str | None, Field(description="Only commits touching this file or folder.")] = None,
-    author: Annotated[str | None, Field(description="Only commits whose author matches this text.")] = None,
-    since: Annotated[
-        str | None, Field(description="Only commits after this date, e.g. '2024-01-31' or '2 weeks ago'.")
-    ] = None,
-    max: Annotated[int, Field(ge=1, le=1000, description="Most commits to return.")] = 20,
-    revision: Annotated[str | None, Field(description="Start from this revision or range (default HEAD).")] = None,
+    path: str | None = None,
+    author: str | None = None,
+    since: Annotated[str | None, Field(description="e.g. '2024-01-31' or '2 weeks ago'.")] = None,
+    max: Annotated[int, Field(ge=1, le=1000)] = 20,
+    revision: Annotated[str | None, Field(description="Or a range; default HEAD.")] = None,
 ) -> GitLog:
-    """Commit history, newest first, optionally filtered by path, author and date."""
+    """Commit history, by path, author and date."""
     git = git_of(ctx)
     refuse_options(repo=repo, path=path, author=author, since=since)
     check_revision("revision", revision)
@@ -760,13 +758,13 @@ async def git_log(
 async def git_diff(
     ctx: PluginContext,
     repo: RepoArg = ".",
-    staged: Annotated[bool, Field(description="Staged changes (index vs HEAD) instead of unstaged.")] = False,
-    base: Annotated[str | None, Field(description="Compare from this revision (with target: between two).")] = None,
-    target: Annotated[str | None, Field(description="Compare to this revision (needs base).")] = None,
-    path: Annotated[str | None, Field(description="Limit to this file or folder.")] = None,
+    staged: bool = False,
+    base: str | None = None,
+    target: Annotated[str | None, Field(description="To this revision (needs base).")] = None,
+    path: str | None = None,
     context_lines: Annotated[int, Field(ge=0, le=100)] = 3,
 ) -> GitDiff:
-    """Diff of the working tree (default), the staged changes, or between revisions."""
+    """Diff the working tree, the staged changes, or two revisions."""
     git = git_of(ctx)
     refuse_options(repo=repo, path=path)
     check_revision("base", base)
@@ -799,9 +797,9 @@ async def git_show(
     ctx: PluginContext,
     revision: RevArg = "HEAD",
     repo: RepoArg = ".",
-    path: Annotated[str | None, Field(description="Limit the diff to this file or folder.")] = None,
+    path: str | None = None,
 ) -> GitShow:
-    """A commit: author, date, message, changed files and its diff."""
+    """A commit's message, files and diff."""
     git = git_of(ctx)
     refuse_options(repo=repo, path=path)
     check_revision("revision", revision)
@@ -827,13 +825,13 @@ async def git_show(
 
 async def git_blame(
     ctx: PluginContext,
-    path: Annotated[str, Field(description="The file to blame.")],
+    path: str,
     repo: RepoArg = ".",
-    revision: Annotated[str | None, Field(description="Blame as of this revision (default: working tree).")] = None,
+    revision: str | None = None,
     start_line: Annotated[int | None, Field(ge=1)] = None,
     end_line: Annotated[int | None, Field(ge=1)] = None,
 ) -> GitBlame:
-    """Who last changed each line of a file, and in which commit."""
+    """Who last changed each line of a file."""
     git = git_of(ctx)
     refuse_options(repo=repo, path=path)
     check_revision("revision", revision)
@@ -882,9 +880,9 @@ async def git_blame(
 async def git_branches(
     ctx: PluginContext,
     repo: RepoArg = ".",
-    include_remote: Annotated[bool, Field(description="Also list remote-tracking branches.")] = False,
+    include_remote: bool = False,
 ) -> GitBranches:
-    """Local (and optionally remote) branches with their last commit and upstream."""
+    """Branches with their last commit and upstream."""
     git = git_of(ctx)
     refuse_options(repo=repo)
     top, ov = await git.repo(repo)
@@ -1007,14 +1005,14 @@ def parse_git_args(command: str, args: list[str]) -> dict[str, object]:
 
 async def git(
     ctx: PluginContext,
-    command: Annotated[str, Field(description="A read-only git command: " + ", ".join(GIT_COMMANDS) + ".")],
+    command: Annotated[str, Field(description=", ".join(GIT_COMMANDS) + ".")],
     args: Annotated[
         list[str] | None,
-        Field(description="Its arguments, e.g. ['-n', '5', '--', 'src'] for log or ['HEAD~1', 'HEAD'] for diff."),
+        Field(description="e.g. ['-n', '5'] for log."),
     ] = None,
     repo: RepoArg = ".",
 ) -> ToolOutput:
-    """Read-only git in one tool (the design's "git" skill): the command runs as the matching git_* tool."""
+    """A read-only git command, run as its git_* tool."""
     params = parse_git_args(command, list(args or []))
     body = {"status": git_status, "log": git_log, "diff": git_diff, "show": git_show}.get(command)
     body = body or {"blame": git_blame, "branch": git_branches}[command]
@@ -1027,17 +1025,17 @@ async def git(
 
 
 TOOLS = (
-    (git_status, "Git status"),
-    (git_log, "Git log"),
-    (git_diff, "Git diff"),
-    (git_show, "Git show"),
-    (git_blame, "Git blame"),
-    (git_branches, "Git branches"),
-    (git, "Git (read-only)"),
+    (git_status, "Git status", "uncommitted changes, modified files, dirty working tree"),
+    (git_log, "Git log", "history, recent commits, who committed"),
+    (git_diff, "Git diff", "what changed, compare revisions, patch"),
+    (git_show, "Git show", "what a commit changed"),
+    (git_blame, "Git blame", "who wrote or changed a line, author of a line"),
+    (git_branches, "Git branches", "list branches, current branch"),
+    (git, "Git (read-only)", "version control"),
 )
 
 
 def register(register: ToolRegistrar, ctx: PluginContext) -> None:
     ctx.state[GIT] = Git(ctx)
-    for fn, title in TOOLS:
-        register(tool(fn, ctx), category="vcs", title=title, read_only=True, idempotent=True)
+    for fn, title, keywords in TOOLS:
+        register(tool(fn, ctx), category="vcs", title=title, read_only=True, idempotent=True, keywords=keywords)

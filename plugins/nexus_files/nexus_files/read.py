@@ -35,8 +35,8 @@ ON_LOOP_BYTES = 256 << 10  # larger files are read in a worker thread: their rea
 PREFIX_BLOCK = 1024  # line-number prefixes are made and kept this many at a time
 LINE_INDEXES = "files.line_indexes"  # the key of read_file's IndexCache in ctx.state
 
-PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
-DirArg = Annotated[str, Field(description="A folder inside the roots; relative to the first one.")]
+PathArg = str  # relative to the first root, or absolute inside one: what a model writes anyway
+DirArg = str
 
 
 class FileContent(ToolOutput):
@@ -236,13 +236,10 @@ def read_lines(
 def read_file(
     ctx: PluginContext,
     path: PathArg,
-    offset: Annotated[int, Field(ge=0, description="Lines to skip: 0 starts at line 1 (0-indexed).")] = 0,
-    limit: Annotated[int, Field(ge=0, le=100_000, description="Most lines to return; 0 means no line limit.")] = 2000,
+    offset: Annotated[int, Field(ge=0, description="Lines to skip (0-indexed).")] = 0,
+    limit: Annotated[int, Field(ge=0, le=100_000, description="0: no limit.")] = 2000,
 ) -> FileContent:
-    """Read a text file as lines numbered from 1, skipping `offset` lines, at most `limit` of them.
-
-    When more follows (or max_output_bytes cuts), `next_offset` is the offset that reads on.
-    """
+    """Read a text file as numbered lines; next_offset reads on."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
     indexes: IndexCache = ctx.state[LINE_INDEXES]
@@ -273,9 +270,9 @@ def read_file(
 
 def read_many_files(
     ctx: PluginContext,
-    paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files to read.")],
+    paths: Annotated[list[str], Field(min_length=1, max_length=200)],
 ) -> ManyFiles:
-    """Read several text files at once; a file that cannot be read gets an error entry, not a failed call."""
+    """Read several text files at once."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
     budget = config.max_output_bytes
@@ -299,9 +296,9 @@ def read_many_files(
 def tail(
     ctx: PluginContext,
     path: PathArg,
-    lines: Annotated[int, Field(ge=1, le=10_000, description="How many lines from the end.")] = 20,
+    lines: Annotated[int, Field(ge=1, le=10_000)] = 20,
 ) -> FileContent:
-    """The last `lines` lines of a text file, numbered."""
+    """The last lines of a text file, numbered."""
     config: FilesConfig = ctx.config
     text, shown = read_text(ctx.paths, path, config.max_file_size)
     all_lines = text.splitlines()
@@ -340,7 +337,7 @@ def tail(
 
 
 def file_info(ctx: PluginContext, path: PathArg) -> FileInfo:
-    """Size, type, modification time, permissions, and for text files the line count."""
+    """A file's size, type, times, permissions, line count."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
     link_target = _link_target(policy, path)
@@ -373,11 +370,11 @@ def file_info(ctx: PluginContext, path: PathArg) -> FileInfo:
 def list_directory(
     ctx: PluginContext,
     path: DirArg = ".",
-    depth: Annotated[int, Field(ge=1, le=10, description="1 lists the folder itself; more descends.")] = 1,
-    include_ignored: Annotated[bool, Field(description="Also list what .gitignore excludes.")] = False,
+    depth: Annotated[int, Field(ge=1, le=10)] = 1,
+    include_ignored: bool = False,
     max_entries: Annotated[int, Field(ge=1, le=10_000)] = 1000,
 ) -> DirectoryListing:
-    """List a folder (optionally `depth` levels deep) with sizes; .gitignore-aware."""
+    """List a folder with sizes, .gitignore-aware."""
     policy = ctx.paths
     real = _folder(policy, path)
     entries: list[DirEntry] = []
@@ -401,11 +398,11 @@ def list_directory(
 def directory_tree(
     ctx: PluginContext,
     path: DirArg = ".",
-    depth: Annotated[int, Field(ge=1, le=20, description="How many levels to show.")] = 3,
-    include_ignored: Annotated[bool, Field(description="Also show what .gitignore excludes.")] = False,
+    depth: Annotated[int, Field(ge=1, le=20)] = 3,
+    include_ignored: bool = False,
     max_entries: Annotated[int, Field(ge=1, le=20_000)] = 2000,
 ) -> DirectoryTree:
-    """A `tree`-like view of a folder, .gitignore-aware, as text and as nested nodes."""
+    """A tree view of a folder, .gitignore-aware."""
     policy = ctx.paths
     real = _folder(policy, path)
     top = TreeNode(name=real.name or str(real), type="directory", children=[])
@@ -431,22 +428,22 @@ def directory_tree(
 
 
 TOOLS = (
-    (read_file, "Read a file"),
-    (read_many_files, "Read many files"),
-    (tail, "Last lines of a file"),
-    (file_info, "File information"),
-    (list_directory, "List a folder"),
-    (directory_tree, "Folder tree"),
+    (read_file, "Read a file", "open, show, view, cat a file, lines of a file"),
+    (read_many_files, "Read many files", "open several files together"),
+    (tail, "Last lines of a file", "end or bottom of a file, latest log lines"),
+    (file_info, "File information", "metadata, stat, how big, when modified"),
+    (list_directory, "List a folder", "ls, folder contents, what files are in"),
+    (directory_tree, "Folder tree", "project structure, layout"),
 )
 
 
 def register(register: ToolRegistrar, ctx: PluginContext) -> None:
     ctx.state[LINE_INDEXES] = IndexCache()  # what read_file learnt of the files it read, for this server
-    for fn, title in TOOLS:
+    for fn, title, keywords in TOOLS:
         # read_file checks each step that may block (open_file, read_lines): it runs on the event loop when
         # the file is small and on a local file system (nexus_core/fs/nonblocking.py), without the thread hand-over.
         wrapped = tool(fn, ctx, on_loop=fn is read_file)
-        register(wrapped, category="read", title=title, read_only=True, idempotent=True)
+        register(wrapped, category="read", title=title, read_only=True, idempotent=True, keywords=keywords)
 
 
 def _folder(policy, path: str) -> Path:

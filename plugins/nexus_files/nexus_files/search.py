@@ -22,7 +22,7 @@ from .walk import DenyFilter, rg_list_files, ripgrep, sort_key, walk_files
 
 PROGRESS_EVERY = 512  # files between two progress reports: the figures cost nothing next to the work
 
-Globs = Annotated[list[str], Field(description="Globs (gitignore syntax) relative to `path`.")]
+Globs = list[str]  # gitignore-style, under path
 
 
 class GlobResult(ToolOutput):
@@ -155,16 +155,15 @@ def glob(
         str,
         Field(
             min_length=1,
-            description="gitignore-style glob: '*.py' matches at any depth, 'src/**/*.ts' under src, "
-            "'/*.md' only at the top of `path`.",
+            description="gitignore-style, e.g. '*.py', 'src/**/*.ts'.",
         ),
     ],
-    path: Annotated[str, Field(description="Folder to search under.")] = ".",
-    include_ignored: Annotated[bool, Field(description="Also match files .gitignore excludes.")] = False,
-    limit: Annotated[int, Field(ge=1, le=10_000, description="Files per page.")] = 500,
-    cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
+    path: str = ".",
+    include_ignored: bool = False,
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 500,
+    cursor: Annotated[str | None, Field(description="The previous page's next_cursor.")] = None,
 ) -> GlobResult:
-    """Find files by glob pattern, sorted, .gitignore-aware, a page at a time."""
+    """Find files by glob pattern, .gitignore-aware."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
     if pattern.startswith("!"):
@@ -196,20 +195,20 @@ def glob(
 
 def grep(
     ctx: PluginContext,
-    pattern: Annotated[str, Field(min_length=1, description="A regular expression, or text with literal=true.")],
-    path: Annotated[str, Field(description="Folder or file to search.")] = ".",
-    literal: Annotated[bool, Field(description="Search for the pattern as plain text.")] = False,
+    pattern: Annotated[str, Field(min_length=1, description="A regex (text if literal).")],
+    path: str = ".",
+    literal: bool = False,
     case: Annotated[
         Literal["smart", "sensitive", "insensitive"],
-        Field(description="smart: insensitive unless the pattern has an uppercase letter."),
+        Field(description="smart: sensitive if it has uppercase."),
     ] = "smart",
-    context: Annotated[int, Field(ge=0, le=20, description="Lines of context before and after each match.")] = 0,
+    context: Annotated[int, Field(ge=0, le=20, description="Lines around each match.")] = 0,
     include: Globs = [],  # noqa: B006 (pydantic copies defaults)
     exclude: Globs = [],  # noqa: B006
-    max_results: Annotated[int, Field(ge=1, le=5000, description="Stop after this many matching lines.")] = 200,
-    include_ignored: Annotated[bool, Field(description="Also search files .gitignore excludes.")] = False,
+    max_results: Annotated[int, Field(ge=1, le=5000)] = 200,
+    include_ignored: bool = False,
 ) -> GrepResult:
-    """Search file contents; matching lines grouped by file. Skips binary files, big files and .gitignored ones."""
+    """Search file contents by regex, .gitignore-aware."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
     start = policy.resolve(path)
@@ -251,11 +250,11 @@ def grep(
 
 def concat_files(
     ctx: PluginContext,
-    paths: Annotated[list[str], Field(min_length=1, max_length=200, description="Files and folders.")],
-    include: Annotated[list[str], Field(description="Globs (gitignore syntax) filtering folder contents.")] = [],  # noqa: B006
-    include_ignored: Annotated[bool, Field(description="Also take files .gitignore excludes.")] = False,
+    paths: Annotated[list[str], Field(min_length=1, max_length=200)],
+    include: list[str] = [],  # noqa: B006 (pydantic copies defaults); globs within the folders given
+    include_ignored: bool = False,
 ) -> Concatenation:
-    """Text files (folders expand) under `==> path <==` headers; binary and oversized ones skipped, total capped."""
+    """Concatenate text files; folders expand."""
     config: FilesConfig = ctx.config
     policy = ctx.paths
     keep = GlobFilter(include, [])
@@ -307,6 +306,12 @@ def concat_files(
 
 def register(register: ToolRegistrar, ctx: PluginContext) -> None:
     hints = {"category": "search", "read_only": True, "idempotent": True}
-    register(tool(glob, ctx), title="Find files by glob", **hints)
-    register(tool(grep, ctx), title="Search file contents", **hints)
-    register(tool(concat_files, ctx), title="Concatenate files", **hints)
+    register(
+        tool(glob, ctx),
+        title="Find files by glob",
+        keywords="list or locate files by name or extension, recursively, which files exist",
+        **hints,
+    )
+    grep_words = "find text or a string in the code, where something is defined, occurrences, usages, rg"
+    register(tool(grep, ctx), title="Search file contents", keywords=grep_words, **hints)
+    register(tool(concat_files, ctx), title="Concatenate files", keywords="cat several files into one", **hints)

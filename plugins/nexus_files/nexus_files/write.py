@@ -38,7 +38,7 @@ from .fs import open_file, read_data, read_text
 from .results import ToolOutput, tool
 from .walk import walk
 
-PathArg = Annotated[str, Field(description="Inside the roots; relative to the first one.")]
+PathArg = str  # relative to the first root, or absolute inside one
 
 
 class Edit(BaseModel):
@@ -351,10 +351,14 @@ def delete_file(ctx: PluginContext, path: PathArg) -> PathChange:
 
 def register(register: ToolRegistrar, ctx: PluginContext) -> None:
     write = {"category": "write"}
-    register(tool(write_file, ctx), title="Write a file", destructive=True, idempotent=True, **write)
-    register(tool(edit_file, ctx), title="Edit a file", destructive=True, **write)
-    register(tool(append_file, ctx), title="Append to a file", destructive=False, **write)
-    register(tool(mkdir, ctx), title="Create a folder", destructive=False, idempotent=True, **write)
-    register(tool(rename, ctx), title="Rename or move", destructive=True, **write)
-    register(tool(copy_file, ctx), title="Copy a file", destructive=True, **write)
-    register(tool(delete_file, ctx), title="Delete a file", destructive=True, **write)
+    for fn, title, destructive, idempotent, keywords in (
+        (write_file, "Write a file", True, True, "create a file, save content, overwrite"),
+        (edit_file, "Edit a file", True, False, "change code, replace text in a file, patch"),
+        (append_file, "Append to a file", False, False, "add at the end of a file"),
+        (mkdir, "Create a folder", False, True, "make a directory"),
+        (rename, "Rename or move", True, False, "mv, move a file or folder"),
+        (copy_file, "Copy a file", True, False, "duplicate, cp"),
+        (delete_file, "Delete a file", True, False, "remove, rm"),
+    ):
+        hints = {"destructive": destructive, "idempotent": idempotent, "keywords": keywords}
+        register(tool(fn, ctx), title=title, **hints, **write)

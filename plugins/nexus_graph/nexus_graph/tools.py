@@ -46,7 +46,7 @@ from nexus_graph.records import GraphError, check_predicate
 from nexus_graph.search import Hit, tokens
 from nexus_graph.storage import entity_file
 
-EntityId = Annotated[str, Field(description="An entity id: lowercase letters, digits and hyphens, e.g. 'python'.")]
+EntityId = str  # a slug ("python"), as search_knowledge gives it
 
 _STORE = "store"  # the key of the plugin's GraphStore in ctx.state (the host gives each plugin its own dict)
 
@@ -236,10 +236,10 @@ def connect_entities(
 
 async def search_knowledge(
     ctx: PluginContext,
-    query: Annotated[str, Field(description="Words to look for; typos and any word order are fine.")],
-    limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return.")] = 10,
+    query: str,
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
 ) -> SearchResult:
-    """Fuzzy search over entity names, ids, tags and descriptions, best first, with the field that matched."""
+    """Fuzzy search of knowledge graph entities."""
     if not tokens(query):
         raise GraphError("query has no letters or digits: give a few words, e.g. 'async python'")
     if len(query) > 500:
@@ -265,7 +265,7 @@ async def search_knowledge(
 
 
 def get_entity(ctx: PluginContext, id: EntityId) -> EntityDetail:
-    """One entity with its relations both ways."""
+    """A knowledge graph entity and its relations."""
     with store_for(ctx).reading() as index:
         return detail(index, id)
 
@@ -273,14 +273,12 @@ def get_entity(ctx: PluginContext, id: EntityId) -> EntityDetail:
 def neighbors(
     ctx: PluginContext,
     id: EntityId,
-    depth: Annotated[int, Field(ge=1, le=5, description="How many hops to walk.")] = 1,
-    rel: Annotated[str | None, Field(description="Only follow relations with this predicate.")] = None,
-    direction: Annotated[
-        Literal["both", "out", "in"], Field(description="out: follow relations from src to dst; in: backwards.")
-    ] = "both",
-    limit: Annotated[int, Field(ge=1, le=1000, description="Most entities to return.")] = 100,
+    depth: Annotated[int, Field(ge=1, le=5)] = 1,
+    rel: str | None = None,
+    direction: Annotated[Literal["both", "out", "in"], Field(description="out: src to dst; in: backwards.")] = "both",
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100,
 ) -> NeighborsResult:
-    """The entities within a few hops of one entity, and the relations between them."""
+    """Entities within a few hops of one, and their relations."""
     if rel is not None:
         check_predicate(rel)
     with store_for(ctx).reading() as index:
@@ -306,9 +304,9 @@ def find_path(
     ctx: PluginContext,
     src: EntityId,
     dst: EntityId,
-    max_depth: Annotated[int, Field(ge=1, le=20, description="Longest path to look for, in hops.")] = 8,
+    max_depth: Annotated[int, Field(ge=1, le=20)] = 8,
 ) -> PathResult:
-    """The shortest chain of relations linking two entities (relations are followed either way)."""
+    """The shortest chain of relations linking two entities."""
     with store_for(ctx).reading() as index:
         index.require(src, "src")
         index.require(dst, "dst")
@@ -340,12 +338,12 @@ def find_path(
 
 def export_graph(
     ctx: PluginContext,
-    format: Annotated[Literal["mermaid", "json"], Field(description="mermaid: a diagram; json: the data.")] = "mermaid",
-    root: Annotated[str | None, Field(description="Export only the neighbourhood of this entity id.")] = None,
-    depth: Annotated[int, Field(ge=1, le=5, description="Hops around root.")] = 2,
-    max_nodes: Annotated[int, Field(ge=1, le=20000, description="Most entities to include.")] = 300,
+    format: Literal["mermaid", "json"] = "mermaid",
+    root: Annotated[str | None, Field(description="Only around this entity.")] = None,
+    depth: Annotated[int, Field(ge=1, le=5)] = 2,
+    max_nodes: Annotated[int, Field(ge=1, le=20000)] = 300,
 ) -> ExportResult:
-    """Export the graph (or the part around one entity) as a Mermaid diagram or as JSON."""
+    """Export the graph (or part) as a Mermaid diagram or JSON."""
     with store_for(ctx).reading() as index:
         ids, cut = None, False
         if root is not None:
@@ -365,8 +363,7 @@ def export_graph(
 
 
 def get_entropy_report(ctx: PluginContext) -> EntropyReport:
-    """Health of the graph: orphans, stale entities, density, connected groups, hubs, look-alike names,
-    relations to missing entities and unreadable lines, each with the ids affected and what to do."""
+    """Health report of the knowledge graph, with what to fix."""
     return entropy_report(store_for(ctx), ctx.config.stale_days)
 
 
@@ -399,16 +396,41 @@ def import_graph(
 def register_tools(register: ToolRegistrar, ctx: PluginContext) -> None:
     category = category_arg(ctx.config)
     write = {"category": "write", "read_only": False, "destructive": False}
-    register(bound(add_entity, ctx, category=category), title="Add entity", idempotent=False, **write)
-    register(bound(connect_entities, ctx), title="Connect entities", idempotent=True, **write)
-    register(bound(import_graph, ctx), title="Import memory-server graph", idempotent=True, **write)
+    for fn, title, idempotent, keywords in (
+        (
+            bound(add_entity, ctx, category=category),
+            "Add entity",
+            False,
+            "new knowledge graph node: concept, person, technology",
+        ),
+        (
+            bound(connect_entities, ctx),
+            "Connect entities",
+            True,
+            "add a knowledge graph edge: relate two nodes, uses, depends on",
+        ),
+        (
+            bound(import_graph, ctx),
+            "Import memory-server graph",
+            True,
+            "load memory.jsonl from the memory server into the knowledge graph",
+        ),
+    ):
+        register(fn, title=title, idempotent=idempotent, keywords=keywords, **write)
     read = {"category": "read", "read_only": True, "idempotent": True}
-    register(bound(search_knowledge, ctx), title="Search knowledge", **read)
-    register(bound(get_entity, ctx), title="Get entity", **read)
-    register(bound(neighbors, ctx), title="Neighbours of an entity", **read)
-    register(bound(find_path, ctx), title="Find a path", **read)
-    register(bound(export_graph, ctx), title="Export graph", **read)
-    register(bound(get_entropy_report, ctx), title="Entropy report", **read)
+    for fn, title, keywords in (
+        (search_knowledge, "Search knowledge", "find knowledge graph nodes, look up a concept"),
+        (get_entity, "Get entity", "show a knowledge graph node, its details and edges"),
+        (neighbors, "Neighbours of an entity", "nearby knowledge graph nodes, what is connected to"),
+        (find_path, "Find a path", "how two knowledge graph nodes are related, connection between them"),
+        (export_graph, "Export graph", "diagram, visualize, draw, dump the knowledge graph"),
+        (
+            get_entropy_report,
+            "Entropy report",
+            "knowledge graph health: orphans, stale entities, dangling relations, look-alike names, cleanup",
+        ),
+    ):
+        register(bound(fn, ctx), title=title, keywords=keywords, **read)
 
 
 def bound(fn: Callable[..., Any], ctx: PluginContext, **annotations: Any) -> Callable[..., Any]:

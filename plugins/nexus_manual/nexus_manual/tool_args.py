@@ -12,9 +12,9 @@ from pydantic import Field
 from nexus_manual.library import Libraries
 from nexus_manual.models import Edge
 
-LibraryName = Annotated[str, Field(min_length=1, description="A configured library's name.")]
-EntityName = Annotated[str, Field(min_length=1, description="An entity's name (its file name without '.md').")]
-EntityNames = Annotated[list[str], Field(min_length=1, description="Entity names (file names without '.md').")]
+LibraryName = Annotated[str, Field(min_length=1)]  # a wrong one is answered with the configured names
+EntityName = Annotated[str, Field(min_length=1, description="Without '.md'.")]
+EntityNames = Annotated[list[str], Field(min_length=1, description="Without '.md'.")]
 InSection = Annotated[
     str | None,
     Field(description="Limit the edit to this section (heading text, '#'s and case ignored). Default: the whole body."),

@@ -107,19 +107,20 @@ def merge_entities(
     return ent.merge(libs.get(library_name), source_names, target_name)
 
 
-# (tool, title, destructive, idempotent), all in the write category
+# (tool, title, destructive, idempotent, keywords), all in the write category
 TOOLS = (
-    (add_entities, "Add entities", False, False),
-    (delete_entities, "Delete entities", True, True),
-    (add_entity_content, "Add content to an entity", False, False),
-    (delete_entity_content, "Delete text from an entity", True, False),
-    (replace_entity_content, "Replace text in an entity", True, False),
-    (replace_entity_section, "Replace a section", True, True),
-    (rename_entity, "Rename an entity", True, False),
-    (merge_entities, "Merge entities", True, False),
+    (add_entities, "Add entities", False, False, "new library page, create a document"),
+    (delete_entities, "Delete entities", True, True, "remove library pages"),
+    (add_entity_content, "Add content to an entity", False, False, "append or insert text in a library page"),
+    (delete_entity_content, "Delete text from an entity", True, False, "remove a sentence from a library page"),
+    (replace_entity_content, "Replace text in an entity", True, False, "change wording, fix a typo in a library page"),
+    (replace_entity_section, "Replace a section", True, True, "rewrite a section of a library page"),
+    (rename_entity, "Rename an entity", True, False, "change a library page's name, fix links to it"),
+    (merge_entities, "Merge entities", True, False, "combine library pages, fold a duplicate page into another"),
 )
 
 
 def register(register: ToolRegistrar, libs: Libraries) -> None:
-    for fn, title, destructive, idempotent in TOOLS:
-        register(bound(fn, libs), category="write", title=title, destructive=destructive, idempotent=idempotent)
+    for fn, title, destructive, idempotent, keywords in TOOLS:
+        hints = {"destructive": destructive, "idempotent": idempotent, "keywords": keywords}
+        register(bound(fn, libs), category="write", title=title, **hints)

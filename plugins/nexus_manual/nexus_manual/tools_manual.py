@@ -14,7 +14,7 @@ from nexus_manual.tool_args import LibraryName, Toc, bound
 
 
 def read_manual(libs: Libraries, library_name: LibraryName) -> ManualText:
-    """Read the library's manual (meta.md): its conventions for how the library is organised."""
+    """A library's manual (meta.md): how it is kept."""
     return manual.read_manual(libs.get(library_name))
 
 
@@ -50,8 +50,14 @@ def delete_manual_section(
 
 
 def register(register: ToolRegistrar, libs: Libraries) -> None:
-    register(bound(read_manual, libs), category="read", title="Read the manual", read_only=True, idempotent=True)
+    read = {"category": "read", "read_only": True, "idempotent": True}
+    register(
+        bound(read_manual, libs), title="Read the manual", keywords="library conventions, rules, guidelines", **read
+    )
     write = {"category": "write"}
-    register(bound(update_manual_section, libs), title="Update a manual section", destructive=True, **write)
-    register(bound(add_manual_section, libs), title="Add to a manual section", destructive=False, **write)
-    register(bound(delete_manual_section, libs), title="Delete from a manual section", destructive=True, **write)
+    for fn, title, destructive, keywords in (
+        (update_manual_section, "Update a manual section", True, "change a convention or rule"),
+        (add_manual_section, "Add to a manual section", False, "add a rule or convention"),
+        (delete_manual_section, "Delete from a manual section", True, "remove a rule or convention"),
+    ):
+        register(bound(fn, libs), title=title, destructive=destructive, keywords=keywords, **write)

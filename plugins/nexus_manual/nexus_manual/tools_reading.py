@@ -16,19 +16,19 @@ from nexus_manual.tool_args import EntityNames, LibraryName, bound
 def list_entities(
     libs: Libraries,
     library_name: LibraryName,
-    entity_glob: Annotated[str, Field(description="fnmatch-style glob over names, case-insensitive.")] = "*",
+    entity_glob: str = "*",
 ) -> EntityList:
-    """List the entities of a library whose names match a glob. An empty list means none exist."""
+    """List a library's entities (Markdown pages) by name glob."""
     return ent.list_entities(libs.get(library_name), entity_glob)
 
 
 def read_entities(libs: Libraries, library_name: LibraryName, entity_names: EntityNames) -> EntitiesText:
-    """Read whole entity files, front matter included. Big files: get_entities_toc, then read_entities_sections."""
+    """Read whole entity pages, front matter included."""
     return ent.read_entities(libs.get(library_name), entity_names)
 
 
 def get_entities_toc(libs: Libraries, library_name: LibraryName, entity_names: EntityNames) -> EntitiesToc:
-    """The table of contents of entities: first 'frontmatter' (level 0), then every heading with its level."""
+    """The headings of entity pages."""
     return ent.get_toc(libs.get(library_name), entity_names)
 
 
@@ -40,17 +40,20 @@ def read_entities_sections(
         list[str],
         Field(
             min_length=1,
-            description="fnmatch-style, case-insensitive globs over heading text; 'frontmatter' for it.",
+            description="Globs over headings; 'frontmatter' for it.",
         ),
     ],
 ) -> EntitiesSections:
-    """Read only the sections whose headings match; each runs to the next heading of the same or higher level."""
+    """Read the sections of entity pages whose headings match."""
     return ent.read_sections(libs.get(library_name), entity_names, section_globs)
 
 
 def register(register: ToolRegistrar, libs: Libraries) -> None:
     hints = {"category": "read", "read_only": True, "idempotent": True}
-    register(bound(list_entities, libs), title="List entities", **hints)
-    register(bound(read_entities, libs), title="Read entities", **hints)
-    register(bound(get_entities_toc, libs), title="Entities' tables of contents", **hints)
-    register(bound(read_entities_sections, libs), title="Read sections of entities", **hints)
+    for fn, title, keywords in (
+        (list_entities, "List entities", "which pages a library has, find pages by name"),
+        (read_entities, "Read entities", "open a library page, show a document"),
+        (get_entities_toc, "Entities' tables of contents", "outline, headings, structure of a library page"),
+        (read_entities_sections, "Read sections of entities", "one section, part of a library page, chapter"),
+    ):
+        register(bound(fn, libs), title=title, keywords=keywords, **hints)

@@ -26,10 +26,10 @@ def delete_relations(libs: Libraries, library_name: LibraryName, relations: Edge
 def find_relations(
     libs: Libraries,
     library_name: LibraryName,
-    to_entity: Annotated[str | None, Field(description="Only relations pointing to this entity.")] = None,
-    relation_type: Annotated[str | None, Field(description="Only relations of this type.")] = None,
+    to_entity: str | None = None,
+    relation_type: str | None = None,
 ) -> RelationsResult:
-    """Find relations (and so the 'from' entities) by target and/or type; without filters, every relation."""
+    """Relations between entities, by target or type."""
     return graph.find_relations(libs.get(library_name), to_entity, relation_type)
 
 
@@ -43,8 +43,22 @@ def garbage_collect_relations(
 
 
 def register(register: ToolRegistrar, libs: Libraries) -> None:
-    register(bound(find_relations, libs), category="read", title="Find relations", read_only=True, idempotent=True)
+    read = {"category": "read", "read_only": True, "idempotent": True}
+    register(
+        bound(find_relations, libs),
+        title="Find relations",
+        keywords="backlinks, which library pages point to a page",
+        **read,
+    )
     write = {"category": "write", "idempotent": True}
-    register(bound(create_relations, libs), title="Create relations", destructive=False, **write)
-    register(bound(delete_relations, libs), title="Delete relations", destructive=True, **write)
-    register(bound(garbage_collect_relations, libs), title="Garbage-collect relations", destructive=True, **write)
+    for fn, title, destructive, keywords in (
+        (create_relations, "Create relations", False, "link or relate two library pages"),
+        (delete_relations, "Delete relations", True, "unlink library pages"),
+        (
+            garbage_collect_relations,
+            "Garbage-collect relations",
+            True,
+            "broken links, links to deleted library pages, cleanup",
+        ),
+    ):
+        register(bound(fn, libs), title=title, destructive=destructive, keywords=keywords, **write)

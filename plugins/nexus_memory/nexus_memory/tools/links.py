@@ -17,14 +17,11 @@ async def link_memories(
     target_id: MemoryId,
     relation_type: Annotated[
         RelationType,
-        Field(
-            description="How source relates to target: related, supersedes (replaces or fixes it), "
-            "contradicts, extends, depends_on."
-        ),
+        Field(description="source supersedes target: replaces or fixes it."),
     ],
-    reason: Annotated[str, Field(max_length=1000, description="Why they are linked.")] = "",
+    reason: Annotated[str, Field(max_length=1000)] = "",
 ) -> LinkResult:
-    """Link two memories (source --relation--> target); linking again refreshes the reason."""
+    """Link two memories (source --relation--> target)."""
     return await rt.run(lambda s: s.link(source_id, target_id, relation_type, reason))
 
 
@@ -32,31 +29,46 @@ async def unlink_memories(
     rt: Runtime,
     source_id: MemoryId,
     target_id: MemoryId,
-    relation_type: Annotated[RelationType | None, Field(description="Only this relation (default: all).")] = None,
+    relation_type: RelationType | None = None,
 ) -> UnlinkResult:
-    """Remove the links from source to target."""
+    """Unlink two memories."""
     return await rt.run(lambda s: s.unlink(source_id, target_id, relation_type))
 
 
 async def get_memory_links(rt: Runtime, memory_id: MemoryId) -> MemoryLinks:
-    """A memory's outgoing links (`links`), and the links to it (`incoming`)."""
+    """A memory's links, both ways."""
     return await rt.run(lambda s: s.links(memory_id))
 
 
 async def explore_related(
     rt: Runtime,
     memory_id: MemoryId,
-    include_tag_siblings: Annotated[bool, Field(description="Also memories sharing tags.")] = True,
-    include_context_siblings: Annotated[bool, Field(description="Also memories of the same project.")] = True,
+    include_tag_siblings: bool = True,
+    include_context_siblings: bool = True,
 ) -> Exploration:
-    """What surrounds a memory: its links, memories sharing its tags, and its project's other memories."""
+    """Memories around one: linked, same tags, same project."""
     return await rt.run(lambda s: s.explore(memory_id, include_tag_siblings, include_context_siblings))
 
 
 RO: dict[str, Any] = {"read_only": True, "idempotent": True}
 TOOLS: list[tuple[Any, dict[str, Any]]] = [
-    (link_memories, {"category": "write", "title": "Link memories", "destructive": False, "idempotent": True}),
-    (unlink_memories, {"category": "write", "title": "Unlink memories", "destructive": True, "idempotent": False}),
-    (get_memory_links, {"category": "read", "title": "Memory links", **RO}),
-    (explore_related, {"category": "read", "title": "Explore related memories", **RO}),
+    (
+        link_memories,
+        {"category": "write", "title": "Link memories", "destructive": False, "idempotent": True}
+        | {"keywords": "relate, connect two notes, replaces, contradicts, depends on"},
+    ),
+    (
+        unlink_memories,
+        {"category": "write", "title": "Unlink memories", "destructive": True, "idempotent": False}
+        | {"keywords": "disconnect, remove a link between notes"},
+    ),
+    (
+        get_memory_links,
+        {"category": "read", "title": "Memory links", **RO, "keywords": "what links or points to a note, backlinks"},
+    ),
+    (
+        explore_related,
+        {"category": "read", "title": "Explore related memories", **RO}
+        | {"keywords": "neighbours, similar notes, context around a note"},
+    ),
 ]

@@ -28,28 +28,15 @@ from nexus_memory.tools.params import ContextFilter, IncludeArchived, MemoryId, 
 async def store_memory(
     rt: Runtime,
     *,
-    content: Annotated[
-        str, Field(description="What was learned, in Markdown; may be left out when an image with text is given.")
-    ] = "",
-    context_name: Annotated[str, Field(min_length=1, max_length=200, description="The project's name.")],
-    tags: Annotated[list[str], Field(description="Keywords: technology, error family, component ([] for none).")],
-    memory_type: Annotated[MemoryType, Field(description="What kind of memory this is.")] = "insight",
-    image_path: Annotated[
-        str | None,
-        Field(description="A screenshot or diagram to keep with it: a PNG, JPEG, WebP or GIF file inside the roots."),
-    ] = None,
-    image_data: Annotated[
-        str | None, Field(description="The image's bytes in base64 (or a data: URL), instead of image_path.")
-    ] = None,
-    image_mime_type: Annotated[
-        str | None, Field(description="image_data's type, e.g. image/png (checked against the bytes).")
-    ] = None,
+    content: Annotated[str, Field(description="Markdown; may be left out when an image with text is given.")] = "",
+    context_name: Annotated[str, Field(min_length=1, max_length=200, description="The project.")],
+    tags: list[str],
+    memory_type: MemoryType = "insight",
+    image_path: Annotated[str | None, Field(description="A PNG, JPEG, WebP or GIF file inside the roots.")] = None,
+    image_data: Annotated[str | None, Field(description="An image in base64 or a data: URL.")] = None,
+    image_mime_type: Annotated[str | None, Field(description="image_data's type, e.g. image/png.")] = None,
 ) -> StoredMemory:
-    """Remember something learned for a project, with an optional image (a screenshot of an error, a diagram)
-    whose text is read and stored with the content. Returns its memory_id, suggested_links to similar memories,
-    insights: a likely duplicate (use update_memory), a contradiction, a success that may resolve an
-    earlier failure in any project, and suggested_tags that similar memories use.
-    """
+    """Remember a lesson, fix or decision for a project, optionally with an image whose text is read and kept."""
     image = None
     if image_path is not None or image_data is not None or image_mime_type is not None:
         image = await rt.run(lambda s: given(rt.ctx.paths, image_path, image_data, image_mime_type))
@@ -66,30 +53,28 @@ async def store_memory(
 
 async def recall_memories(
     rt: Runtime,
-    query: Annotated[str, Field(min_length=1, description="The problem, question or error, in any words.")],
-    limit: Annotated[int, Field(ge=1, le=20, description="How many memories (1-20).")] = 5,
+    query: Annotated[str, Field(min_length=1)],
+    limit: Annotated[int, Field(ge=1, le=20, description="At most 20.")] = 5,  # the design states it
     context_filter: ContextFilter = None,
     tag_filter: TagFilter = None,
     type_filter: TypeFilter = None,
     include_archived: IncludeArchived = False,
 ) -> RecallResult:
-    """Recall memories by meaning, in any language, lifting those that contain the query's exact terms (error
-    codes, names). Superseded memories rank a little lower; archived ones are left out unless asked. A memory's
-    image comes as a resource link."""
+    """Search memories by meaning and exact terms; a memory's image comes as a resource link."""
     found = await rt.run(lambda s: s.recall(query, limit, context_filter, tag_filter, type_filter, include_archived))
     return with_blocks(found, image_links(found))
 
 
 async def list_memories(
     rt: Runtime,
-    limit: Annotated[int, Field(ge=1, le=100, description="Page size (1-100).")] = 20,
-    offset: Annotated[int, Field(ge=0, description="How many to skip.")] = 0,
+    limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    offset: Annotated[int, Field(ge=0)] = 0,
     context_filter: ContextFilter = None,
     tag_filter: TagFilter = None,
     type_filter: TypeFilter = None,
     include_archived: IncludeArchived = False,
 ) -> MemoryList:
-    """List memories, newest first, with total_count and has_more for paging."""
+    """List memories, newest first, paged."""
     return await rt.run(
         lambda s: s.list_memories(limit, offset, context_filter, tag_filter, type_filter, include_archived)
     )
@@ -105,14 +90,12 @@ async def get_memory(rt: Runtime, memory_id: MemoryId) -> Memory:
 async def update_memory(
     rt: Runtime,
     memory_id: MemoryId,
-    content: Annotated[str | None, Field(description="New content (re-embedded).")] = None,
-    tags: Annotated[list[str] | None, Field(description="The new tags (replace the old ones).")] = None,
-    memory_type: Annotated[MemoryType | None, Field(description="The new type.")] = None,
-    archived: Annotated[
-        bool | None, Field(description="true archives it (recall and list skip it), false restores it.")
-    ] = None,
+    content: str | None = None,
+    tags: list[str] | None = None,
+    memory_type: MemoryType | None = None,
+    archived: Annotated[bool | None, Field(description="true hides it from recall and list.")] = None,
 ) -> UpdatedMemory:
-    """Change a memory's content, tags, type or archived state; `changes` lists what changed."""
+    """Change a memory's content, tags or type, or archive it."""
     return await rt.run(lambda s: s.update(memory_id, content, tags, memory_type, archived))
 
 
@@ -132,16 +115,36 @@ async def merge_memories(
 
 
 RO: dict[str, Any] = {"read_only": True, "idempotent": True}
-# (tool, how it is registered), in the order the server lists them
+# (tool, how it is registered), in the order the server lists them; keywords: what tool search also matches
 TOOLS: list[tuple[Any, dict[str, Any]]] = [
-    (store_memory, {"category": "write", "title": "Store a memory", "destructive": False}),
-    (recall_memories, {"category": "read", "title": "Recall memories", **RO}),
-    (list_memories, {"category": "read", "title": "List memories", **RO}),
-    (get_memory, {"category": "read", "title": "Get a memory", **RO}),
-    (update_memory, {"category": "write", "title": "Update a memory", "destructive": True, "idempotent": True}),
-    (delete_memory, {"category": "delete", "title": "Delete a memory", "destructive": True, "idempotent": False}),
+    (
+        store_memory,
+        {"category": "write", "title": "Store a memory", "destructive": False}
+        | {"keywords": "save, remember, keep a note, jot down, write down a lesson or fix for later"},
+    ),
+    (
+        recall_memories,
+        {"category": "read", "title": "Recall memories", **RO}
+        | {"keywords": "what do we know about, have we seen this before, did we note, past lessons, earlier fixes"},
+    ),
+    (
+        list_memories,
+        {"category": "read", "title": "List memories", **RO, "keywords": "browse, recent notes, page through"},
+    ),
+    (get_memory, {"category": "read", "title": "Get a memory", **RO, "keywords": "open one note by id"}),
+    (
+        update_memory,
+        {"category": "write", "title": "Update a memory", "destructive": True, "idempotent": True}
+        | {"keywords": "edit, retag, archive, change a note"},
+    ),
+    (
+        delete_memory,
+        {"category": "delete", "title": "Delete a memory", "destructive": True, "idempotent": False}
+        | {"keywords": "forget, remove a note"},
+    ),
 ]
 MERGE: tuple[Any, dict[str, Any]] = (
     merge_memories,
-    {"category": "delete", "title": "Merge memories", "destructive": True, "idempotent": False},
+    {"category": "delete", "title": "Merge memories", "destructive": True, "idempotent": False}
+    | {"keywords": "combine, deduplicate, fold notes into one"},
 )

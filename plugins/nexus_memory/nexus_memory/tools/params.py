@@ -12,11 +12,12 @@ from pydantic import Field
 from nexus_memory.models import MemoryType
 from nexus_memory.runtime import Runtime
 
-MemoryId = Annotated[str, Field(min_length=1, description="An id from store, recall or list.")]
-ContextFilter = Annotated[str | None, Field(description="Only memories of this project (context_name).")]
-TagFilter = Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")]
-TypeFilter = Annotated[MemoryType | None, Field(description="Only memories of this type.")]
-IncludeArchived = Annotated[bool, Field(description="Also archived memories (left out by default).")]
+# Described only where the name, type and default leave a model guessing.
+MemoryId = Annotated[str, Field(min_length=1)]
+ContextFilter = Annotated[str | None, Field(description="A context_name.")]
+TagFilter = Annotated[list[str] | None, Field(description="Any of these tags.")]
+TypeFilter = MemoryType | None
+IncludeArchived = bool
 
 
 def bound(fn: Callable[..., Any], rt: Runtime) -> Callable[..., Any]:

@@ -18,11 +18,10 @@ from nexus_memory.runtime import Runtime
 
 async def export_memories(
     rt: Runtime,
-    offset: Annotated[int, Field(ge=0, description="The first line to return (0: from the header).")] = 0,
-    limit: Annotated[int, Field(ge=1, le=10_000, description="How many lines at most.")] = 1000,
+    offset: Annotated[int, Field(ge=0)] = 0,
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 1000,
 ) -> ExportPage:
-    """Export every memory and link as JSON Lines, a page at a time (a backup, or a move to another store):
-    pass next_offset back as offset until it is null."""
+    """Export memories and links as JSON Lines."""
 
     lines, total = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))
     end = offset + limit
@@ -31,11 +30,9 @@ async def export_memories(
 
 async def import_memories(
     rt: Runtime,
-    lines: Annotated[
-        list[str], Field(min_length=1, description="JSON Lines from export_memories; start each batch with its header.")
-    ],
+    lines: Annotated[list[str], Field(min_length=1, description="export_memories lines, header first.")],
 ) -> ImportCounts:
-    """Add exported memories and links; ids already present are kept as they are. A bad line imports nothing."""
+    """Import exported memories and links."""
     counts = await rt.run(lambda s: transfer.import_memories(s.store, io.StringIO("\n".join(lines))))
     return ImportCounts(
         memories=counts.memories, re_embedded=counts.re_embedded, skipped=counts.skipped, links=counts.links
@@ -43,6 +40,14 @@ async def import_memories(
 
 
 TOOLS: list[tuple[Any, dict[str, Any]]] = [
-    (export_memories, {"category": "read", "title": "Export memories", "read_only": True, "idempotent": True}),
-    (import_memories, {"category": "write", "title": "Import memories", "destructive": False, "idempotent": True}),
+    (
+        export_memories,
+        {"category": "read", "title": "Export memories", "read_only": True, "idempotent": True}
+        | {"keywords": "backup, dump, move notes to another machine"},
+    ),
+    (
+        import_memories,
+        {"category": "write", "title": "Import memories", "destructive": False, "idempotent": True}
+        | {"keywords": "restore, load a backup"},
+    ),
 ]
