@@ -57,10 +57,10 @@ class Pasted(ToolOutput):
 def clipboard_copy(
     ctx: PluginContext,
     path: PathArg,
-    start_line: Annotated[int, Field(ge=1, description="First line, 1-based.")] = 1,
-    end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive; default: the end.")] = None,
+    start_line: Annotated[int, Field(ge=1, description="1-based.")] = 1,
+    end_line: Annotated[int | None, Field(ge=1, description="Inclusive; default: the end.")] = None,
 ) -> Clipboard:
-    """Copy a range of a text file's lines to this session's clipboard (replacing what it held)."""
+    """Copy lines of a text file to this session's clipboard."""
     config: FilesConfig = ctx.config
     state = ctx.session_state()  # first: a request with no session learns it before any read
     text, shown = read_text(ctx.paths, path, config.max_file_size)

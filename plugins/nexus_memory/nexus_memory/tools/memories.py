@@ -28,15 +28,15 @@ from nexus_memory.tools.params import ContextFilter, IncludeArchived, MemoryId, 
 async def store_memory(
     rt: Runtime,
     *,
-    content: Annotated[str, Field(description="Markdown; may be left out when an image with text is given.")] = "",
+    content: Annotated[str, Field(description="Markdown; optional with an image.")] = "",
     context_name: Annotated[str, Field(min_length=1, max_length=200, description="The project.")],
     tags: list[str],
     memory_type: MemoryType = "insight",
-    image_path: Annotated[str | None, Field(description="A PNG, JPEG, WebP or GIF file inside the roots.")] = None,
-    image_data: Annotated[str | None, Field(description="An image in base64 or a data: URL.")] = None,
-    image_mime_type: Annotated[str | None, Field(description="image_data's type, e.g. image/png.")] = None,
+    image_path: Annotated[str | None, Field(description="PNG, JPEG, WebP or GIF, in the roots.")] = None,
+    image_data: Annotated[str | None, Field(description="Base64 or a data: URL.")] = None,
+    image_mime_type: str | None = None,
 ) -> StoredMemory:
-    """Remember a lesson, fix or decision for a project, optionally with an image whose text is read and kept."""
+    """Remember a lesson, fix or decision for a project (an image's text is read and kept)."""
     image = None
     if image_path is not None or image_data is not None or image_mime_type is not None:
         image = await rt.run(lambda s: given(rt.ctx.paths, image_path, image_data, image_mime_type))
@@ -60,7 +60,7 @@ async def recall_memories(
     type_filter: TypeFilter = None,
     include_archived: IncludeArchived = False,
 ) -> RecallResult:
-    """Search memories by meaning and exact terms; a memory's image comes as a resource link."""
+    """Search memories by meaning and exact terms."""
     found = await rt.run(lambda s: s.recall(query, limit, context_filter, tag_filter, type_filter, include_archived))
     return with_blocks(found, image_links(found))
 
