@@ -26,6 +26,7 @@ files: a memory-mapped model counts only the pages read).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shlex
@@ -35,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from pipe_client import Server, home_env
 
@@ -163,6 +165,11 @@ def where() -> None:
         last[0] = anon + files
         print(f"  {label}", file=sys.stderr, flush=True)
 
+    import nexus_core
+
+    heap = _optional("nexus_core.host.heap")
+    if heap is not None:
+        heap.limit_arenas()  # as the shared server does first
     step("Python")
     import mcp.server.mcpserver
     import mcp.server.runner  # noqa: F401
@@ -199,14 +206,14 @@ def where() -> None:
         step(f"model {embedder.name} loaded, one text embedded")
     store.mirror()
     step("the mirror (the collection's copy in process, empty)")
+    release = getattr(nexus_core, "release_freed", None)  # what the warm-up does last
+    if release is not None:
+        release()
+        step("what loading freed, handed back to the system")
     service.store_memory(NOTE["content"], NOTE["context_name"], NOTE["tags"], NOTE["memory_type"])
     service.recall(QUERY["query"], 5, None, None, None)
     service.parts.drain(timeout=30)
     step("one store_memory and one recall_memories")
-    trim = getattr(sys.modules.get("nexus_memory.runtime"), "release_freed", None)
-    if trim is not None:
-        trim()
-        step("freed memory handed back to the system")
     print(f"where the shared server's memory goes (default embedder: {embedder.name}), MB")
     print()
     print("| step | added | total | anonymous | files |")
@@ -215,6 +222,13 @@ def where() -> None:
         print(f"| {label} | {added:+.1f} | {anon + files:.1f} | {anon:.1f} | {files:.1f} |")
     service.close()
     os._exit(0)  # the plugin's threads and Chroma's need no orderly end here
+
+
+def _optional(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:  # an older build
+        return None
 
 
 def where_in_fresh_process() -> str:

@@ -46,7 +46,7 @@ from nexus_core.config.model import NexusConfig
 from nexus_core.config.narrowing import read_narrowing
 from nexus_core.console import last_used as console_last_used
 from nexus_core.errors import NexusError
-from nexus_core.host import catalog, sdk
+from nexus_core.host import catalog, heap, sdk
 from nexus_core.host.build import Host
 from nexus_core.serve import rendezvous
 from nexus_core.serve.client_pipes import ClientPipes
@@ -420,6 +420,7 @@ def run(key: str, options: ServeOptions) -> int:
     if rendezvous.hold_lifetime_lock(key) is None:
         print(f"nexus: the shared server {key} is already running", file=sys.stderr)
         return 0
+    heap.limit_arenas()  # before any thread starts: a long-lived server of many threads
     overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
     process_session().cwd = None  # the server's own folder is no client's project
     try:

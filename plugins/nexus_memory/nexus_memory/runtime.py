@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from nexus_core import PluginContext, ToolError
+from nexus_core import PluginContext, ToolError, release_freed
 from nexus_memory.config import MemoryConfig
 from nexus_memory.embed import EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
@@ -98,6 +98,7 @@ class Runtime:
             self.service().parts.resume()  # sentence vectors a stopped process left to write
             if tag_boost(store.embedder):
                 store.tag_index()  # a scan of every memory's tags: not on the first recall
+            release_freed()  # loading the models freed far more than they keep (~70 MB)
         except Exception as exc:  # the tools report it on every call; the server serves on
             if self._stopping.is_set():  # stopped before it began (its service refused to start threads)
                 return

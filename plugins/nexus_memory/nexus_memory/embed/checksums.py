@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
 from nexus_memory.embed.base import EmbedderError, log
 
@@ -91,6 +92,16 @@ def check_bytes(data: bytes, path: Path, package: Package, expected: str) -> Non
         raise EmbedderError(mismatch(str(path), package.name, package.reinstall, actual, expected))
 
 
+def check_stream(f: BinaryIO, path: Path, package: Package, expected: str) -> None:
+    """The rest of the open file ``f`` (of ``path``) must have the sha256 ``expected``: hashed in chunks, with the
+    file kept open, so that what is loaded next through the same descriptor is what was checked."""
+    digest = hashlib.sha256()
+    while chunk := f.read(CHUNK):
+        digest.update(chunk)
+    if (actual := digest.hexdigest()) != expected:
+        raise EmbedderError(mismatch(str(path), package.name, package.reinstall, actual, expected))
+
+
 def check_file(
     path: Path, package_name: str, reinstall: str, expected: str, error: type[Exception] = EmbedderError
 ) -> None:
@@ -142,4 +153,14 @@ def forget() -> None:
         _verified.clear()
 
 
-__all__ = ["E5", "MINILM", "MINILM_TOKENIZER", "MPNET_PARTS", "USE", "Package", "check_bytes", "check_file"]
+__all__ = [
+    "E5",
+    "MINILM",
+    "MINILM_TOKENIZER",
+    "MPNET_PARTS",
+    "USE",
+    "Package",
+    "check_bytes",
+    "check_file",
+    "check_stream",
+]
