@@ -757,7 +757,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "shared-start-unlocked",
         CORE + "serve/relay.py",
-        'with _flock(self.files["start"]):',
+        'with _flock(self.files["start"], self._meanwhile):',
         "with contextlib.nullcontext():",
         "tests/core/test_shared_promises.py::test_relays_starting_at_the_same_instant_spawn_one_server",
         "relays starting at the same instant take the start lock: one spawns the server",
@@ -1161,9 +1161,9 @@ MUTATIONS: list[Mutation] = [
     # -- issue 32: model checksums ------------------------------------------------------------------------
     m(
         "use-files-not-checked",
-        MEMORY + "embed/use.py",
-        "        checksums.check_package(checksums.USE)  # the weights and the vocabulary USE opens from its folder\n",
-        "",
+        MEMORY + "embed/use_cache.py",
+        "    files = checksums.check_package(checksums.USE)\n",
+        "    files = {name: checksums.folder(checksums.USE) / name for name in checksums.USE.files}\n",
         "tests/memory/test_model_checksums.py::test_a_changed_use_file_is_refused",
         "USE's weights and vocabulary are checked by sha256 before they load",
     ),
