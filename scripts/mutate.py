@@ -1793,6 +1793,14 @@ MUTATIONS: list[Mutation] = [
         "tests/memory/test_use_embedder.py::test_a_changed_cached_table_is_refused_naming_the_remedy",
         "a file of USE's model cache is checked against the sha256 recorded when it was built",
     ),
+    m(
+        "relay-imports-platformdirs",
+        CORE + "config/folders.py",
+        "from pathlib import Path\n\n",
+        "from pathlib import Path\n\nimport platformdirs  # noqa: F401\n\n",
+        "tests/core/test_cli.py::test_the_relay_imports_little",
+        "the relay imports little: platformdirs only on macOS and Windows",
+    ),
 ]
 
 

@@ -13,7 +13,6 @@ the answer against the SDK's for every version it speaks.
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -78,16 +77,24 @@ def server_name(config: Path | None, overrides: Sequence[str], name: str | None)
     for item in reversed(overrides):
         key, sep, value = item.partition("=")
         if sep and key.strip() == "server.name":
-            try:
-                found = tomllib.loads(f"value = {value}")["value"]
-            except tomllib.TOMLDecodeError:
-                return None
+            found = (_toml(f"value = {value}") or {}).get("value")
             return found if isinstance(found, str) else None
     if config is None:
         return "nexus"
     try:
-        server = tomllib.loads(config.read_text(encoding="utf-8")).get("server", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = _toml(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
         return None
+    server = data.get("server", {}) if data is not None else None
     found = server.get("name", "nexus") if isinstance(server, dict) else None
     return found if isinstance(found, str) and found else None
+
+
+def _toml(text: str) -> dict[str, Any] | None:
+    """``text`` parsed; None when it is not TOML (the server will say why)."""
+    import tomllib  # here: a relay launched with no config file parses no TOML
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None

@@ -27,13 +27,11 @@ import json
 import os
 import select
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nexus_core import __version__
 from nexus_core.access import peers
@@ -43,6 +41,9 @@ from nexus_core.host.hardening import make_undumpable
 from nexus_core.serve import greeting, rendezvous
 from nexus_core.serve.limits import SERVER_TIMEOUT
 from nexus_core.serve.options import ServeOptions
+
+if TYPE_CHECKING:
+    import subprocess
 
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
 IN_FLIGHT_ERROR = -32603
@@ -318,6 +319,8 @@ def _scratch_file() -> int:
     """A file only this relay and its server can reach: anonymous memory, else an unlinked temp file."""
     if hasattr(os, "memfd_create"):
         return os.memfd_create("nexus-in-flight", os.MFD_CLOEXEC)
+    import tempfile  # here: only where memfd_create is missing
+
     fd, path = tempfile.mkstemp(dir=folders.runtime_dir())
     os.unlink(path)
     return fd
@@ -345,6 +348,8 @@ def _write_all(fd: int, data: bytes) -> None:
 def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[bytes]:
     """Start the shared server (``python -m nexus_core.serve.shared``) detached from this client: its own
     session, output to its log."""
+    import subprocess  # here: a relay that finds its server running starts nothing
+
     if log.exists() and log.stat().st_size > 10 << 20:
         log.replace(log.with_suffix(".log.1"))
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE)
