@@ -1801,6 +1801,14 @@ MUTATIONS: list[Mutation] = [
         "tests/core/test_cli.py::test_the_relay_imports_little",
         "the relay imports little: platformdirs only on macOS and Windows",
     ),
+    m(
+        "pygit2-at-start",
+        "plugins/nexus_files/nexus_files/gitstatus.py",
+        "pygit2: Any = None\n",
+        "import pygit2  # noqa: E402\n",
+        "tests/files/test_git_status_library.py::test_libgit2_loads_at_the_first_git_status_not_at_start",
+        "the files plugin imports pygit2 at the first git_status, not when the server starts",
+    ),
 ]
 
 
