@@ -1809,6 +1809,14 @@ MUTATIONS: list[Mutation] = [
         "tests/files/test_git_status_library.py::test_libgit2_loads_at_the_first_git_status_not_at_start",
         "the files plugin imports pygit2 at the first git_status, not when the server starts",
     ),
+    m(
+        "shared-server-keeps-freed-memory",
+        CORE + "serve/shared.py",
+        "        await anyio.to_thread.run_sync(heap.release_freed)\n",
+        "        pass\n",
+        "tests/core/test_heap.py::test_the_shared_server_hands_freed_memory_back_now_and_then",
+        "the shared server hands the memory its calls freed back to the system every 30 s",
+    ),
 ]
 
 

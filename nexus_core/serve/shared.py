@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
@@ -55,6 +56,7 @@ from nexus_core.serve.options import SHARED_SERVER_FLAGS, VERBOSE, ServeOptions,
 log = logging.getLogger("nexus")
 
 HELLO_TIMEOUT = 10.0
+RELEASE_EVERY = 30.0  # seconds between two hand-backs of freed memory (one takes a few ms)
 
 
 class SharedServer:
@@ -83,6 +85,7 @@ class SharedServer:
                     self._tg = tg
                     tg.start_soon(self._stop_on_signals)
                     tg.start_soon(self._exit_when_idle)
+                    tg.start_soon(release_freed_memory, RELEASE_EVERY)
                     if http is not None:
                         tg.start_soon(self._serve_http, *http)
                     await listener.serve(lambda stream: self._connection(stream, state), task_group=tg)
@@ -370,6 +373,15 @@ async def _run_listener(listener: Listener, sock: Any, template: Session) -> Non
         log.error("HTTP on %s stopped: its app did not start (see above)", listener.url)
     finally:
         sock.close()
+
+
+async def release_freed_memory(every: float) -> None:
+    """Every ``every`` seconds, hand the memory freed meanwhile back to the system: glibc keeps what the calls freed
+    (an embedding's activations, a write's buffers) in its heap, and a busy server's resident memory grew with it
+    (+80 MB over 200 stores; +26 MB once handed back)."""
+    while True:
+        await anyio.sleep(every)
+        await anyio.to_thread.run_sync(heap.release_freed)
 
 
 def _session_from(hello: dict, config: NexusConfig, transport: str = "relay") -> Session:

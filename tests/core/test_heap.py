@@ -32,3 +32,16 @@ def test_freed_memory_is_handed_back() -> None:
 
 def test_arenas_can_be_limited() -> None:
     assert heap.limit_arenas(heap.ARENAS)
+
+
+@pytest.mark.anyio
+async def test_the_shared_server_hands_freed_memory_back_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from nexus_core.serve import shared
+
+    calls: list[bool] = []
+    monkeypatch.setattr(heap, "release_freed", lambda: calls.append(True) or True)
+    with anyio.move_on_after(0.5):
+        await shared.release_freed_memory(0.05)
+    assert len(calls) >= 3
