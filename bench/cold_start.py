@@ -158,14 +158,17 @@ def where() -> None:
     """Load what the shared server loads, in its order, one step at a time, and print the memory after each."""
     rows: list[tuple[str, float, float, float]] = []
     last = [0.0]
+    import nexus_core
+
+    release = getattr(nexus_core, "release_freed", None)  # an older build has none: its figures are gross
 
     def step(label: str) -> None:
+        if release is not None:  # what each step freed is handed back (the server does it after loading)
+            release()
         anon, files = memory()
         rows.append((label, anon + files - last[0], anon, files))
         last[0] = anon + files
         print(f"  {label}", file=sys.stderr, flush=True)
-
-    import nexus_core
 
     heap = _optional("nexus_core.host.heap")
     if heap is not None:
@@ -205,11 +208,7 @@ def where() -> None:
         embedder.embed(["warm-up"])
         step(f"model {embedder.name} loaded, one text embedded")
     store.mirror()
-    step("the mirror (the collection's copy in process, empty)")
-    release = getattr(nexus_core, "release_freed", None)  # what the warm-up does last
-    if release is not None:
-        release()
-        step("what loading freed, handed back to the system")
+    step("the mirror (the collection's copy in process, empty; Chroma's first read)")
     service.store_memory(NOTE["content"], NOTE["context_name"], NOTE["tags"], NOTE["memory_type"])
     service.recall(QUERY["query"], 5, None, None, None)
     service.parts.drain(timeout=30)
