@@ -26,6 +26,7 @@ files: a memory-mapped model counts only the pages read).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -81,6 +82,16 @@ def status(nexus: list[str], env: dict[str, str], cwd: Path) -> dict:
     return json.loads(out.stdout or b"null") or {}
 
 
+def server_cpu(home: Path) -> float:
+    """The CPU seconds (every thread) the shared server of ``home`` has used so far: less swayed by other jobs on
+    the machine than wall time."""
+    for lock in (home / ".local" / "state" / "nexus" / "run").glob("*.lock"):
+        with contextlib.suppress(OSError, ValueError):
+            fields = Path(f"/proc/{int(lock.read_text())}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return float("nan")
+
+
 def cold_start(serve: list[str], settle: float, cold_cache: bool) -> dict[str, float]:
     """One cold start of ``serve``: its figures (seconds, and MB for memory)."""
     with tempfile.TemporaryDirectory(prefix="nx-cold-") as tmp:
@@ -98,6 +109,7 @@ def cold_start(serve: list[str], settle: float, cold_cache: bool) -> dict[str, f
             initialized = time.perf_counter()
             call(server, "store_memory", NOTE)
             stored = time.perf_counter()
+            cpu = server_cpu(folder / "home")
             call(server, "recall_memories", QUERY)
             recalled = time.perf_counter()
             rss = status(nexus, env, launch).get("rss_mb") or float("nan")
@@ -111,6 +123,7 @@ def cold_start(serve: list[str], settle: float, cold_cache: bool) -> dict[str, f
         "store": stored - initialized,
         "store from spawn": stored - started,
         "recall": recalled - stored,
+        "cpu": cpu,
         "rss": rss,
         "rss settled": settled,
     }
@@ -120,6 +133,7 @@ ROWS = [
     ("spawn to the initialize reply (ms)", "initialize", 1000),
     ("first store_memory, sent after initialize (ms)", "store", 1000),
     ("spawn to the first store_memory reply (ms)", "store from spawn", 1000),
+    ("shared server CPU when the first store is answered (ms)", "cpu", 1000),
     ("first recall_memories (ms)", "recall", 1000),
     ("shared server RSS after the store and the recall (MB)", "rss", 1),
     ("shared server RSS, settled (MB)", "rss settled", 1),
