@@ -55,9 +55,9 @@ def stop_shared(config: Path, env: dict[str, str], nexus: list[str] = NEXUS) -> 
 class Server:
     """One server process spoken to line by line."""
 
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
         )
         self.next_id = 1
         self._buffer = bytearray()

@@ -36,6 +36,7 @@ _EXPORTS = {
     "report_progress": "nexus_core.host.progress",
     "locked": "nexus_core.fs.locks",
     "make_undumpable": "nexus_core.host.hardening",
+    "release_freed": "nexus_core.host.heap",
     "lock_path": "nexus_core.fs.locks",
     "flock_within": "nexus_core.fs.locks",
     "Category": "nexus_core.access.grants",
@@ -91,6 +92,7 @@ __all__ = [
     "on_loop",
     "prefixed",
     "private_folder",
+    "release_freed",
     "report_progress",
     "run_nonblocking",
     "shared_session",
@@ -124,6 +126,7 @@ if TYPE_CHECKING:
     from nexus_core.fs.safe_open import OpenedFile, Raced
     from nexus_core.hookspecs import hookimpl
     from nexus_core.host.hardening import make_undumpable
+    from nexus_core.host.heap import release_freed
     from nexus_core.host.live_items import LivePrompt, LiveResource, LiveTool
     from nexus_core.host.progress import report_progress
     from nexus_core.host.registrars import (

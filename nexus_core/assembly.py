@@ -21,9 +21,9 @@ from nexus_core.serve.stdio import stdout_to_stderr
 log = logging.getLogger("nexus")
 
 
-def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Host:
+def build_host(config: NexusConfig, pm: NexusPluginManager | None = None, *, serving: bool = False) -> Host:
     """Discover plugins (unless a manager with plugins already registered is given) and build the host,
-    with the console's views for clients that render MCP Apps.
+    with the console's views for clients that render MCP Apps. ``serving``: it will serve (``Host.build``).
 
     Raises ``NexusError`` for what must stop the server: a duplicate name, or a
     required plugin that failed.
@@ -35,7 +35,7 @@ def build_host(config: NexusConfig, pm: NexusPluginManager | None = None) -> Hos
         records = [
             PluginRecord(name, "registered", enabled=config.table(name).enabled) for name, _ in pm.list_name_plugin()
         ]
-    host = Host(config, pm, records).build()
+    host = Host(config, pm, records).build(serving=serving)
     search = pm.get_plugin("tool_search")
     if search is not None and hasattr(search, "attach"):
         search.attach(host)  # find_tools and call_tool reach the tools through the host built here
@@ -62,7 +62,7 @@ def _tool_search(config: NexusConfig) -> Any:
 def build_for_serving(config: NexusConfig) -> Host:
     """Build the host for serving: stray prints go to stderr, and what is built is exempt from the cyclic GC."""
     with stdout_to_stderr(), long_lived_startup():  # import-time prints must not reach the protocol
-        return build_host(config)
+        return build_host(config, serving=True)
 
 
 @contextmanager

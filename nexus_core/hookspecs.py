@@ -108,6 +108,17 @@ def nexus_register_prompts(register: PromptRegistrar, ctx: PluginContext) -> Non
 
 
 @hookspec
+def nexus_prepare(ctx: PluginContext) -> None:
+    """Called while a server that will serve the plugin is still starting, right after the plugin's tools are
+    registered: before the other plugins' are, and before it listens. Start loading, in a background thread, what
+    the first calls will need (a model, a store), so that it overlaps the server's own start, and return at once.
+    Not called for a host that only lists or inspects plugins. If it raises, the plugin is reported as failed.
+
+    :param ctx: the plugin's context.
+    """
+
+
+@hookspec
 def nexus_startup(ctx: PluginContext) -> Awaitable[None] | None:
     """Called once when the server starts serving (or before ``nexus call``).
 

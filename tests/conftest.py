@@ -137,12 +137,15 @@ def home_env(home: Path, **extra: str) -> dict[str, str]:
 async def stdio_session(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, message_handler: Any = None
 ) -> AsyncIterator[Any]:
-    """An initialized ``ClientSession`` with ``nexus serve ARGS`` as a subprocess (the classic handshake)."""
+    """An initialized ``ClientSession`` with ``nexus serve ARGS`` as a subprocess (the classic handshake), served by
+    the server: a relay that starts one answers ``initialize`` itself (``serve/greeting.py``), so one ping more
+    waits until the server has taken the session over (its status lists it)."""
     command = nexus_command("serve", *args)
     params = StdioServerParameters(command=command[0], args=command[1:], env=env or server_env(), cwd=cwd)
     session_args = {"message_handler": message_handler} if message_handler else {}
     async with stdio_client(params) as (read, write), ClientSession(read, write, **session_args) as session:
         await session.initialize()
+        await session.send_ping()
         yield session
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -49,30 +50,32 @@ def standalone(options: ServeOptions) -> None:
     from nexus_core.assembly import build_for_serving, report
     from nexus_core.config.effective import load, with_libraries
     from nexus_core.serve.http import serve_http
-    from nexus_core.serve.stdio import serve_stdio
+    from nexus_core.serve.stdio import claimed_stdio, serve_stdio
 
     overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
     process_session().launch_roots = tuple(Path(r).expanduser().absolute() for r in options.roots)
+    stdio = options.transport == "stdio"
+    if stdio and sys.stdin.isatty():
+        click.echo("nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", err=True)
     try:
-        config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
-        process_session().profile = config.profile(options.profile) if options.profile else None
-        host = build_for_serving(config)
-        if options.enable is not None:
-            try:
-                process_session().enabled = host.enabled(options.enable)
-            except ValueError as exc:  # a category no plugin declares
-                fail(str(exc))
-        report(host)
-        if options.transport == "stdio":
-            if sys.stdin.isatty():
-                click.echo(
-                    "nexus: speaking MCP on stdin/stdout; start me from an MCP client (see `nexus install`).", err=True
-                )
-            anyio.run(serve_stdio, host)
-        else:
-            http = config.server.http
-            bind = options.bind or http.host
-            port = http.port if options.port is None else options.port
-            anyio.run(lambda: serve_http(host, bind=bind, port=port, sse=options.transport == "sse"))
+        # On stdio the protocol has the pipes to itself from the start: plugins start loading while the host is
+        # built (nexus_prepare), and nothing they print may reach the client.
+        with claimed_stdio() if stdio else contextlib.nullcontext() as pipes:
+            config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
+            process_session().profile = config.profile(options.profile) if options.profile else None
+            host = build_for_serving(config)
+            if options.enable is not None:
+                try:
+                    process_session().enabled = host.enabled(options.enable)
+                except ValueError as exc:  # a category no plugin declares
+                    fail(str(exc))
+            report(host)
+            if pipes is not None:
+                anyio.run(serve_stdio, host, pipes)
+            else:
+                http = config.server.http
+                bind = options.bind or http.host
+                port = http.port if options.port is None else options.port
+                anyio.run(lambda: serve_http(host, bind=bind, port=port, sse=options.transport == "sse"))
     except NexusError as exc:
         fail(str(exc))

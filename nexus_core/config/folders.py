@@ -1,6 +1,6 @@
 """The user's private folders: config, data, state and the run folder.
 
-Standard library and platformdirs only: the relay imports this at every launch.
+Standard library (and platformdirs on macOS and Windows) only: the relay imports this at every launch.
 
 Every process of one user must find the same places whatever environment its
 client launched it with: a terminal agent passes the full environment, while
@@ -23,8 +23,6 @@ import os
 import stat
 import sys
 from pathlib import Path
-
-import platformdirs
 
 
 def broad_root(path: str | os.PathLike[str]) -> str | None:
@@ -67,6 +65,8 @@ _LINUX_FOLDERS = {"config": ".config", "data": ".local/share", "state": ".local/
 def _per_user(kind: str) -> Path:
     """``~/.config/nexus``, ``~/.local/share/nexus``, ``~/.local/state/nexus``; macOS and Windows: the platform's."""
     if sys.platform in ("darwin", "win32"):
+        import platformdirs  # here: on Linux the relay would import it for nothing (20 ms at every launch)
+
         return Path(getattr(platformdirs, f"user_{kind}_dir")("nexus"))
     return Path.home() / _LINUX_FOLDERS[kind] / "nexus"
 

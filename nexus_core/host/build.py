@@ -277,13 +277,17 @@ class Host:
 
     # -- building -----------------------------------------------------------------
 
-    def build(self) -> Host:
+    def build(self, *, serving: bool = False) -> Host:
+        """Configure every plugin and register what it offers; ``serving``: the host will serve, so each plugin is
+        asked to start loading what its first calls need (``nexus_prepare``) while the rest is built."""
         self._check_tables()
         collected: dict[str, Registrations] = {}
         for state in self.active():
             try:
                 self._configure(state)
                 collected[state.name] = self._collect(state)
+                if serving:
+                    self.pm.call_one(state.name, "nexus_prepare", ctx=state.ctx)
             except (NexusError, ValidationError) as exc:
                 self._plugin_failed(state, _reason(exc))
             except Exception as exc:  # a plugin bug: report it and go on with the others

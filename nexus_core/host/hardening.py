@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import logging
 import sys
 
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
-
-log = logging.getLogger("nexus_core.hardening")  # the name it logged under before the layout moved it
 
 
 @functools.cache
@@ -32,6 +29,11 @@ def make_undumpable() -> bool:
         return False
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
-        log.warning("could not make the server undumpable: its children may read its environment")
+        import logging  # here: the relay runs this at every launch, and it nearly never fails
+
+        # the name it logged under before the layout moved it
+        logging.getLogger("nexus_core.hardening").warning(
+            "could not make the server undumpable: its children may read its environment"
+        )
         return False
     return True

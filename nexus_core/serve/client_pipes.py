@@ -69,6 +69,7 @@ class ClientPipes:
         self.pollable = {fd: _pollable(fd) for fd in (infd, outfd)}
         self.replay: list[str] = list(hello.get("replay") or [])
         self.pending_input = (hello.get("pending_input") or "").encode("latin-1")
+        self.greeted = hello.get("answered")  # the initialize result the relay gave while this server started
         self.in_flight: set[str] = set()
         self.answered = anyio.Event()  # set whenever the last request in flight is answered
         self._notes = anyio.Lock()
@@ -186,6 +187,7 @@ class ClientPipes:
         message = item.message
         answer = isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None
         if answer and message.id == REPLAY_ID:
+            self._compare_greeting(message)
             return  # the client already has its answer to initialize
         if self._gone:
             raise anyio.BrokenResourceError
@@ -223,6 +225,15 @@ class ClientPipes:
         self.cut_reason = reason
         if self._scope is not None:
             self._scope.cancel()
+
+    def _compare_greeting(self, message: types.JSONRPCMessage) -> None:
+        """The relay answered initialize itself (``greeting``): say so in the log if this server answers otherwise."""
+        if self.greeted is None:
+            return
+        ours = orjson.loads(_line(message)).get("result")
+        if ours != self.greeted:
+            log.warning("the relay answered initialize with %s; this server answers %s", self.greeted, ours)
+        self.greeted = None
 
     # -- the relay -------------------------------------------------------------------------
 

@@ -27,23 +27,27 @@ import json
 import os
 import select
 import socket
-import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from nexus_core import __version__
 from nexus_core.access import peers
 from nexus_core.config import folders, lookup
 from nexus_core.fs.modes import FILE, private_folder
 from nexus_core.host.hardening import make_undumpable
-from nexus_core.serve import rendezvous
+from nexus_core.serve import greeting, rendezvous
 from nexus_core.serve.limits import SERVER_TIMEOUT
 from nexus_core.serve.options import ServeOptions
 
+if TYPE_CHECKING:
+    import subprocess
+
 START_TIMEOUT = 120.0  # seconds to wait for a new shared server to listen (plugins load, models do not)
 IN_FLIGHT_ERROR = -32603
+EARLY = 1 << 16  # bytes of the client's first line the relay reads while a server starts (longer: left to it)
 
 
 class RelayError(Exception):
@@ -91,6 +95,7 @@ def run(options: ServeOptions) -> int:
         )
     try:
         relay = Relay(rendezvous.server_key(choice.path, shape), shape, hello)
+        relay.name = greeting.server_name(choice.path, options.overrides, options.name)
         relay.connect()
     except RelayError as exc:
         print(f"nexus: {exc}", file=sys.stderr)
@@ -111,6 +116,10 @@ class Relay:
         self.sock: socket.socket | None = None
         self.in_flight = _scratch_file()  # the server writes the ids of the requests it is handling here
         self.replay: list[str] = []  # the client's initialize and initialized lines, as the server saw them
+        self.name: str | None = None  # the server's name, when the relay may answer initialize itself (greeting)
+        self.early: bytes | None = b""  # the client's input read while a server starts; None once it was handed over
+        self._closed = False  # the client closed its input while a server started
+        self.answered: dict[str, Any] | None = None  # the initialize result the relay gave, for the server to compare
 
     # -- reaching the server --------------------------------------------------------
 
@@ -119,10 +128,9 @@ class Relay:
         # The install as it is now, not at launch: a relay started before an upgrade would find every new
         # server stale, restart it again and again, and cut every other session each time.
         fingerprint = rendezvous.install_fingerprint()
-        hello = dict(
-            self.hello, fingerprint=fingerprint, replay=self.replay, pending_input=pending_input.decode("latin-1")
-        )
-        sock, _ = self.reach(hello)
+        hello = dict(self.hello, fingerprint=fingerprint, replay=self.replay)
+        sock, _ = self.reach(hello, pending_input)
+        self.early = None  # handed over: from now on the server reads the client
         os.ftruncate(self.in_flight, 0)
         try:
             socket.send_fds(sock, [b"F"], [self.stdin, self.stdout, self.in_flight])
@@ -137,16 +145,23 @@ class Relay:
         sock = self._dial() or self._start()
         sock.close()
 
-    def reach(self, hello: dict[str, Any], expect: str = "welcome") -> tuple[socket.socket, dict[str, Any]]:
+    def reach(
+        self, hello: dict[str, Any], pending_input: bytes = b"", expect: str = "welcome"
+    ) -> tuple[socket.socket, dict[str, Any]]:
         """A connection greeted with ``hello`` (started when none listens) and the server's answer, which must be
         ``expect``; a server that is dying (its socket still accepting) or stale is waited out. Each wait on the
         connection still ends after ``SERVER_TIMEOUT``: a caller that then waits as long as the server lives
-        sets no timeout."""
+        sets no timeout. ``pending_input``: what the client sent that the server has not read; while a server
+        starts, the relay may answer the client's initialize itself (``greeting``), which the server then replays."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             sock = self._dial() or self._start()
+            if self.early:  # read while the server started
+                pending_input, self.early = self.early + pending_input, b""
+            if self.answered is not None:
+                hello = dict(hello, replay=self.replay, answered=self.answered)
             try:
-                welcome = _greet(sock, hello)
+                welcome = _greet(sock, dict(hello, pending_input=pending_input.decode("latin-1")))
             except TimeoutError:  # accepted (the kernel's backlog) but never answered: stopped or stuck
                 sock.close()
                 raise RelayError(str(rendezvous.Wedged(self.key, SERVER_TIMEOUT))) from None
@@ -187,7 +202,7 @@ class Relay:
 
     def _start(self) -> socket.socket:
         """Start the shared server, one relay at a time, and wait until it listens."""
-        with _flock(self.files["start"]):
+        with _flock(self.files["start"], self._meanwhile):
             sock = self._dial()  # another relay may have started it while this one waited
             if sock is not None:
                 return sock
@@ -203,8 +218,32 @@ class Relay:
                 if proc.poll() is not None and not rendezvous.is_held(self.files["lock"]):
                     reason = f"the shared server did not start:\n{_tail(log, offset)}\n(log: {log})"
                     raise RelayError(reason, proc.returncode or 1)
-                time.sleep(0.02)
+                self._meanwhile(0.02)
             raise RelayError(f"the shared server did not listen within {START_TIMEOUT:.0f} s (log: {log})")
+
+    def _meanwhile(self, wait: float) -> None:
+        """Wait up to ``wait`` seconds for a server to start, answering the client's ``initialize`` meanwhile: the
+        first line it sends, once, at the first launch (never after a server loss: the session is under way)."""
+        done = self.early is None or b"\n" in self.early or len(self.early) > EARLY
+        if done or self._closed or self.name is None or self.replay:
+            time.sleep(wait)
+            return
+        try:
+            if not select.select([self.stdin], [], [], wait)[0]:
+                return
+            chunk = os.read(self.stdin, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._closed = True
+            return
+        self.early += chunk
+        line, newline, rest = self.early.partition(b"\n")
+        found = greeting.answer(line, self.name, __version__) if newline else None
+        if found is not None:
+            reply, self.answered = found
+            _write_all(self.stdout, reply)
+            self.replay, self.early = [line.decode()], rest
 
     # -- keeping watch ----------------------------------------------------------------
 
@@ -281,6 +320,8 @@ def _scratch_file() -> int:
     """A file only this relay and its server can reach: anonymous memory, else an unlinked temp file."""
     if hasattr(os, "memfd_create"):
         return os.memfd_create("nexus-in-flight", os.MFD_CLOEXEC)
+    import tempfile  # here: only where memfd_create is missing
+
     fd, path = tempfile.mkstemp(dir=folders.runtime_dir())
     os.unlink(path)
     return fd
@@ -308,6 +349,8 @@ def _write_all(fd: int, data: bytes) -> None:
 def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[bytes]:
     """Start the shared server (``python -m nexus_core.serve.shared``) detached from this client: its own
     session, output to its log."""
+    import subprocess  # here: a relay that finds its server running starts nothing
+
     if log.exists() and log.stat().st_size > 10 << 20:
         log.replace(log.with_suffix(".log.1"))
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE)
@@ -336,10 +379,16 @@ def _read_line(sock: socket.socket, limit: int = 1 << 20) -> bytes:
 
 
 @contextlib.contextmanager
-def _flock(path: Path):  # type: ignore[no-untyped-def]
+def _flock(path: Path, meanwhile: Callable[[float], None]):  # type: ignore[no-untyped-def]
+    """The lock at ``path``; while another process holds it, ``meanwhile(seconds)`` waits."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                meanwhile(0.02)
         yield
     finally:
         os.close(fd)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
@@ -46,7 +47,7 @@ from nexus_core.config.effective import load, with_libraries
 from nexus_core.config.narrowing import read_narrowing
 from nexus_core.console import last_used as console_last_used
 from nexus_core.errors import NexusError
-from nexus_core.host import catalog, sdk
+from nexus_core.host import catalog, heap, sdk
 from nexus_core.host.build import Host
 from nexus_core.serve import rendezvous
 from nexus_core.serve.client_pipes import ClientPipes
@@ -55,6 +56,7 @@ from nexus_core.serve.options import SHARED_SERVER_FLAGS, VERBOSE, ServeOptions,
 log = logging.getLogger("nexus")
 
 HELLO_TIMEOUT = 10.0
+RELEASE_EVERY = 30.0  # seconds between two hand-backs of freed memory (one takes a few ms)
 
 
 class SharedServer:
@@ -83,6 +85,7 @@ class SharedServer:
                     self._tg = tg
                     tg.start_soon(self._stop_on_signals)
                     tg.start_soon(self._exit_when_idle)
+                    tg.start_soon(release_freed_memory, RELEASE_EVERY)
                     if http is not None:
                         tg.start_soon(self._serve_http, *http)
                     await listener.serve(lambda stream: self._connection(stream, state), task_group=tg)
@@ -380,6 +383,15 @@ async def _run_listener(listener: Listener, sock: Any, template: Session) -> Non
         sock.close()
 
 
+async def release_freed_memory(every: float) -> None:
+    """Every ``every`` seconds, hand the memory freed meanwhile back to the system: glibc keeps what the calls freed
+    (an embedding's activations, a write's buffers) in its heap, and a busy server's resident memory grew with it
+    (+80 MB over 200 stores; +26 MB once handed back)."""
+    while True:
+        await anyio.sleep(every)
+        await anyio.to_thread.run_sync(heap.release_freed)
+
+
 def _session_from(hello: dict, host: Host, transport: str = "relay") -> Session:
     narrowing = read_narrowing(Path(hello["narrowing"])) if hello.get("narrowing") else None
     return Session(
@@ -429,6 +441,7 @@ def run(key: str, options: ServeOptions) -> int:
     if rendezvous.hold_lifetime_lock(key) is None:
         print(f"nexus: the shared server {key} is already running", file=sys.stderr)
         return 0
+    heap.limit_arenas()  # before any thread starts: a long-lived server of many threads
     overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
     process_session().cwd = None  # the server's own folder is no client's project
     try:

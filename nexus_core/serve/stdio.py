@@ -42,14 +42,14 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-async def serve_stdio(host: Host) -> None:
-    """One client on this process's stdin and stdout (``nexus serve --standalone``)."""
+async def serve_stdio(host: Host, pipes: tuple[int, int]) -> None:
+    """One client on this process's stdin and stdout, as ``claimed_stdio`` gave them (``nexus serve --standalone``)."""
     bind(process_session())  # one client: the one that launched this process
-    with claimed_stdio() as (infd, outfd):
-        async with sdk.lifespan(host.server) as state, anyio.create_task_group() as serving:
-            serving.start_soon(_stop_on_sigterm, host)
-            await ClientPipes(infd, outfd).serve(sdk.lowlevel(host.server), state)
-            serving.cancel_scope.cancel()
+    infd, outfd = pipes
+    async with sdk.lifespan(host.server) as state, anyio.create_task_group() as serving:
+        serving.start_soon(_stop_on_sigterm, host)
+        await ClientPipes(infd, outfd).serve(sdk.lowlevel(host.server), state)
+        serving.cancel_scope.cancel()
 
 
 @contextmanager

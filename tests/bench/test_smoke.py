@@ -87,6 +87,14 @@ def test_memory_start(run_bench: Run) -> None:
     lines_like(out, rf"^spawn to first store_memory reply \(sent at once\){row}", r"^first store_memory after a pause")
 
 
+def test_cold_start(run_bench: Run) -> None:
+    out = run_bench("cold_start.py", "--smoke")
+    for row in ("spawn to the initialize reply (ms)", "first store_memory, sent after initialize (ms)"):
+        lines_like(out, rf"^\| {re.escape(row)} \| {NUMBER} \({NUMBER}-{NUMBER}\) \|$")
+    lines_like(out, rf"^\| shared server RSS after the store and the recall \(MB\) \| {NUMBER} ")
+    lines_like(out, rf"^\| the MCP SDK and pydantic \| \+{NUMBER} \| {NUMBER} \|", r"^\| model use loaded")
+
+
 def test_recall_plugin(run_bench: Run) -> None:
     out = run_bench("recall_plugin.py", "--smoke")
     assert "| configuration | half | R@5 | MRR | paraphrase |" in out

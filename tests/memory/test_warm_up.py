@@ -56,3 +56,21 @@ def test_without_warm_up_start_loads_neither_chroma_nor_the_model(tmp_path: Path
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
     assert not (tmp_path / "memory").exists()  # no data dir, no Chroma files until first use
+
+
+async def test_the_warm_up_hands_back_what_loading_freed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the models frees far more than they keep (onnxruntime's graph optimisation): the warm-up's last step
+    hands it back to the system (``nexus_core.release_freed``, measured in bench/RESULTS.md)."""
+    import anyio
+    from mcp import Client
+
+    from tests.memory.conftest import memory_host_at
+
+    module = sys.modules["nexus_memory.runtime"]  # the package's runtime() function hides it as an attribute
+    released: list[bool] = []
+    real = module.release_freed
+    monkeypatch.setattr(module, "release_freed", lambda: released.append(real()) or True)
+    async with Client(memory_host_at(tmp_path, warm_up=True).server) as client:
+        while (await client.call_tool("ping", {})).structured_content["store"] == "warming up":
+            await anyio.sleep(0.05)
+        assert released

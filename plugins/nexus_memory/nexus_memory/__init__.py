@@ -1,9 +1,10 @@
 """nexus-memory: remember what a developer learned, recall it by meaning, across projects.
 
 Memories and their links live in Chroma (embedded in the data dir, or a
-``chroma run`` server). Chroma, onnxruntime and the model load in a worker
-thread right after start (``warm_up``), so neither the handshake nor the first
-call waits for them.
+``chroma run`` server). Chroma, onnxruntime and the models load in worker
+threads as soon as the server has registered this plugin's tools
+(``warm_up``), while it builds the rest and starts listening, so the handshake
+never waits for them and the first call waits as little as it can.
 """
 
 from __future__ import annotations
@@ -70,8 +71,14 @@ def nexus_register_prompts(register) -> None:
 
 
 @hookimpl
+def nexus_prepare(ctx: PluginContext) -> None:
+    if ctx.config.warm_up:  # while the server builds the other plugins and starts listening
+        runtime(ctx).start_warm_up()
+
+
+@hookimpl
 def nexus_startup(ctx: PluginContext) -> None:
-    if ctx.config.warm_up:
+    if ctx.config.warm_up:  # a host that was not prepared (built in process, then served)
         runtime(ctx).start_warm_up()
 
 

@@ -38,7 +38,7 @@ class MemoryConfig(PluginConfig):
     )
     stale_days: int = Field(180, ge=1, description="analyze_knowledge reports memories not updated for this long.")
     warm_up: bool = Field(
-        True, description="Open the store and load the model right after start, in the background (~330 MB)."
+        True, description="Open the store and load the models in the background while the server starts (~240 MB)."
     )
 
     @model_validator(mode="before")

@@ -9,6 +9,7 @@ client as a tool error with the reason on one line.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -20,18 +21,24 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from nexus_core import PluginContext, ToolError
+from nexus_core import PluginContext, ToolError, release_freed
 from nexus_memory.config import MemoryConfig
-from nexus_memory.embed import EmbedderError, configured, tag_boost
+from nexus_memory.embed import Embedder, EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
 from nexus_memory.store import ChromaStore, StoreError, one_line, recipe_for
-from nexus_memory.threads import WARM_UP, Workers
+from nexus_memory.threads import MODELS, WARM_UP, Workers
 
 T = TypeVar("T")
 
 log = logging.getLogger("nexus.memory")
 
 WARM_UP_NICENESS = 10
+
+
+def _load_models(embedder: Embedder) -> None:
+    """Load ``embedder``'s models (process-wide, once); a failure is the warm-up's to report, when it embeds."""
+    with contextlib.suppress(Exception):
+        embedder.embed(["warm-up"])
 
 
 def data_dir(ctx: PluginContext) -> Path:
@@ -80,15 +87,25 @@ class Runtime:
             return self._service
 
     def start_warm_up(self) -> None:
-        """Open the store and load the model in a worker thread, so the first call answers at once."""
+        """Open the store and load the models in worker threads, so the first call waits as little as it can
+        (once: a server prepares the plugin, then starts it)."""
+        if self._warm_up is not None:
+            return
         # On a busy machine the handshake goes first (nice applies per thread on Linux).
         self._warm_up = self.workers.thread(WARM_UP, self._warm, self._stopping.set, niceness=WARM_UP_NICENESS)
 
     def _warm(self) -> None:
         started = time.perf_counter()
         try:
+            # numpy first, alone: two threads importing it at once can see it half-initialised (ImportError).
+            import numpy.typing  # noqa: F401
+
             store = self.service().store
+            # The configured embedder's models load beside Chroma's import and the store's opening: much of either
+            # runs outside the GIL. (A collection made with another embedder adopts it at open: loaded below.)
+            models = self.workers.thread(MODELS, partial(_load_models, store.embedder), lambda: None)
             store.open()
+            models.join()
             if self._stopping.is_set():  # the server stops already: do not load the model for nothing
                 return
             store.embed(["warm-up"])
@@ -98,6 +115,7 @@ class Runtime:
             self.service().parts.resume()  # sentence vectors a stopped process left to write
             if tag_boost(store.embedder):
                 store.tag_index()  # a scan of every memory's tags: not on the first recall
+            release_freed()  # loading the models freed far more than they keep (~70 MB)
         except Exception as exc:  # the tools report it on every call; the server serves on
             if self._stopping.is_set():  # stopped before it began (its service refused to start threads)
                 return

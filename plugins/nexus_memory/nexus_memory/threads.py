@@ -3,7 +3,8 @@
 One service's threads (``Workers``), each started on first need and stopped by ``Workers.stop``, in the order
 they were started:
 
-- ``nexus-memory-warm-up``: opens the store and loads the model right after start (``runtime``);
+- ``nexus-memory-warm-up``: opens the store and loads the models as the server starts (``runtime``);
+- ``nexus-memory-models``: loads the configured embedder's models meanwhile, beside Chroma's import (``runtime``);
 - ``nexus-memory-recall``: two threads that ask for the sentence vectors nearest a query beside the candidates'
   query (``recall.pipeline``);
 - ``nexus-memory-touch``: writes ``last_recalled_at`` in one batch per ``touch_delay`` (``touches``);
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 WARM_UP = "nexus-memory-warm-up"
+MODELS = "nexus-memory-models"
 RECALL = "nexus-memory-recall"
 TOUCH = "nexus-memory-touch"
 PARTS = "nexus-memory-parts"

