@@ -10,15 +10,14 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import CallToolResult, ContentBlock, ImageContent, ResourceLink, TextContent
 from pydantic import BaseModel
 
-from nexus_core import ToolError
-from nexus_memory.fields import NotFound
 from nexus_memory.images.files import EXTENSIONS, mime_of
 from nexus_memory.models import RecallResult
 from nexus_memory.runtime import Runtime
+from nexus_memory.tools.resources import read_for_resource
 
 
 def with_blocks(result: BaseModel, blocks: list[ContentBlock]) -> Any:
@@ -51,12 +50,7 @@ def image_resource(mime_type: str) -> Any:
     """The resource function of the images of one format: their bytes."""
 
     def image(rt: Runtime, id: str) -> bytes:
-        try:
-            found = rt.run_sync(lambda s: s.image(id))
-        except NotFound as exc:
-            raise ResourceNotFoundError(str(exc)) from None
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from None
+        found = read_for_resource(rt, lambda s: s.image(id))
         if found is None or found[0] != mime_type:
             raise ResourceNotFoundError(f"memory {id} has no {mime_type} image; get_memory names its image's URI")
         return found[1]

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from nexus_core import ToolError
 from nexus_memory.fields import NotFound
 from nexus_memory.runtime import Runtime
+from nexus_memory.service import MemoryService
+
+T = TypeVar("T")
 
 
-def memory(rt: Runtime, id: str) -> str:
+def read_for_resource(rt: Runtime, read: Callable[[MemoryService], T]) -> T:
+    """``read`` run on the store, its errors as a resource read's: not found, or why it failed."""
     try:
-        m = rt.run_sync(lambda s: s.get_memory(id))
+        return rt.run_sync(read)
     except NotFound as exc:
         raise ResourceNotFoundError(str(exc)) from None
     except ToolError as exc:
         raise ResourceError(str(exc)) from None
+
+
+def memory(rt: Runtime, id: str) -> str:
+    m = read_for_resource(rt, lambda s: s.get_memory(id))
     tags = ", ".join(m.tags) or "(none)"
     image = f"- image: {m.image}\n" if m.image else ""
     return (
