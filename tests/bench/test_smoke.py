@@ -113,6 +113,7 @@ def test_tool_search(run_bench: Run) -> None:
 
 
 def test_soak(run_bench: Run) -> None:
-    out = run_bench("soak.py", "--smoke")
+    out = run_bench("soak.py", "--smoke", "--mixed")  # the appends, and the other plugins' calls between them
     lines_like(out, r"^acknowledged writes\s+\d+$", r"^stored writes\s+\d+$", r"^lost writes\s+0$")
     lines_like(out, rf"^server RSS before\s+{NUMBER} MB$", rf"^server RSS after\s+{NUMBER} MB \([+-]{NUMBER} %\)$")
+    lines_like(out, r"^memories stored\s+\d+")
