@@ -15,7 +15,9 @@
 5. Run as root (as CI may be), the same venv serves user ``nobody`` (through ``setpriv``): a memory, a file, a graph
    entity and a manual entity written in a home folder of that user's, each store and entity file created private to
    it (0600 files, 0700 folders), and the folders it did not create left as they were. So the venv is made with an
-   interpreter every user can run (``/usr/bin/python3`` when this one lives in root's private home).
+   interpreter every user can run (``/usr/bin/python3`` when this one lives in root's private home), and the
+   server is launched where this test runs, a folder nobody may not even search (a private checkout), as a client
+   launched in another user's folder would.
 
 Usage: scripts/wheelhouse-test [--keep]   (--keep leaves the temporary folder and prints it)
 """

@@ -62,6 +62,15 @@ def trust(folder: Path) -> Path:
     return real
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; a folder this user may not search (a client launched in another user's
+    folder) holds none for it, where ``Path.is_file`` would raise."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 class ConfigChoice(NamedTuple):  # not a dataclass: importing dataclasses costs the relay 13 ms at every launch
     """The config file to read (None: defaults), and an untrusted ``./nexus.toml`` that narrows it."""
 
@@ -79,8 +88,8 @@ def find_config(explicit: str | os.PathLike[str] | None = None, cwd: Path | None
             return ConfigChoice(path.resolve())
     local = (cwd or Path.cwd()) / CONFIG_NAME
     user = user_config_path()
-    base = user.resolve() if user.is_file() else None
-    if local.is_file() and local.resolve() != base:
+    base = user.resolve() if _is_file(user) else None
+    if _is_file(local) and local.resolve() != base:
         if is_trusted(local.parent):
             return ConfigChoice(local.resolve())
         return ConfigChoice(base, narrowing=local.resolve())
