@@ -39,15 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memory_start_bench import NOTE
 from pipe_client import Server, home_env
 
-NOTE = {
-    "content": "Nginx returned 502 right after each deploy: the pods got traffic before they were ready. "
-    "Added a readiness probe on /healthz.",
-    "context_name": "gateway",
-    "tags": ["nginx", "kubernetes"],
-    "memory_type": "success",
-}
 QUERY = {"query": "bad gateway errors just after a deploy"}
 
 
