@@ -35,19 +35,8 @@ def list_item(r: Record) -> MemoryListItem:
 
 
 def full(r: Record) -> Memory:
-    return Memory(
-        id=r.id,
-        content=r.content,
-        summary=summarize(r.content),
-        type=r.memory_type,
-        context=r.context,
-        tags=r.tags,
-        created_at=r.created_at,
-        updated_at=r.updated_at,
-        archived=r.archived,
-        last_recalled_at=r.last_recalled_at,
-        image=image_uri(r.id, r.image),
-    )
+    """The whole memory: its list item's fields, with the content and when recall last returned it."""
+    return Memory(**list_item(r).model_dump(), content=r.content, last_recalled_at=r.last_recalled_at)
 
 
 def clean_content(content: str) -> str:
