@@ -60,6 +60,25 @@ def count(path: Path) -> tuple[int, int]:
     return sum(": done by " in line for line in lines), sum(line.startswith("append-") for line in lines)
 
 
+async def two_servers_change(tmp_path, repo, envs=(None, None)) -> dict[str, list[str]]:
+    """Two standalone servers, "a" and "b" (each in its environment), make half the changes each at once;
+    each one's errors."""
+    half = SLOTS // 2
+    async with (
+        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "a")), env=envs[0]) as a,
+        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "b")), env=envs[1]) as b,
+    ):
+        results: dict[str, list[str]] = {}
+
+        async def run(session, slots: range, tag: str) -> None:
+            results[tag] = await change(session, slots, tag)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, a, range(half), "a")
+            tg.start_soon(run, b, range(half, SLOTS), "b")
+    return results
+
+
 async def test_one_client_sending_in_parallel_loses_no_edit_or_append(tmp_path, repo):
     path = board(repo)
     async with stdio_session("--standalone", "--config", str(config(tmp_path, repo, "one"))) as session:
@@ -71,19 +90,7 @@ async def test_one_client_sending_in_parallel_loses_no_edit_or_append(tmp_path, 
 async def test_two_servers_editing_one_file_lose_nothing(tmp_path, repo):
     path = board(repo)
     half = SLOTS // 2
-    async with (
-        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "a"))) as a,
-        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "b"))) as b,
-    ):
-        results: dict[str, list[str]] = {}
-
-        async def run(session, slots: range, tag: str) -> None:
-            results[tag] = await change(session, slots, tag)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run, a, range(half), "a")
-            tg.start_soon(run, b, range(half, SLOTS), "b")
-    assert results == {"a": [], "b": []}
+    assert await two_servers_change(tmp_path, repo) == {"a": [], "b": []}
     lines = path.read_text().splitlines()
     assert count(path) == (SLOTS, SLOTS)
     assert sum(line.endswith("done by a") for line in lines) == half
@@ -94,23 +101,10 @@ async def test_two_servers_with_different_runtime_variables_lose_nothing(tmp_pat
     """Clients launch Nexus with whatever environment they have: one passes XDG_RUNTIME_DIR, another another one.
     The locks must follow HOME alone, or the two servers would lock in two folders and lose changes."""
     path = board(repo)
-    half = SLOTS // 2
     runtimes = [tmp_path / "xdg-a", tmp_path / "xdg-b"]
     for folder in runtimes:
         folder.mkdir(mode=0o700)
-    env_a, env_b = (server_env(XDG_RUNTIME_DIR=str(folder)) for folder in runtimes)
-    async with (
-        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "a")), env=env_a) as a,
-        stdio_session("--standalone", "--config", str(config(tmp_path, repo, "b")), env=env_b) as b,
-    ):
-        results: dict[str, list[str]] = {}
-
-        async def run(session, slots: range, tag: str) -> None:
-            results[tag] = await change(session, slots, tag)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run, a, range(half), "a")
-            tg.start_soon(run, b, range(half, SLOTS), "b")
-    assert results == {"a": [], "b": []}
+    envs = [server_env(XDG_RUNTIME_DIR=str(folder)) for folder in runtimes]
+    assert await two_servers_change(tmp_path, repo, envs) == {"a": [], "b": []}
     assert count(path) == (SLOTS, SLOTS)  # N + N edits and N + N appends: none lost
     assert not any(any(folder.iterdir()) for folder in runtimes)  # neither kept its locks there
