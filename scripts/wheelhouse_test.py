@@ -203,12 +203,16 @@ def check_imports_from(venv: Path, work: Path, modules: list[str]) -> None:
 NOBODY = 65534
 
 
+def acts_as_nobody() -> bool:
+    """Whether this run can serve user nobody too: as root, with setpriv."""
+    return os.getuid() == 0 and shutil.which("setpriv") is not None
+
+
 def base_python() -> str:
     """An interpreter user nobody can run, for a venv it can run too: this one unless it lives in a private folder."""
     system = Path("/usr/bin/python3")
-    as_root = os.getuid() == 0 and shutil.which("setpriv") is not None
     if (
-        not as_root
+        not acts_as_nobody()
         or not system.exists()
         or all(os.stat(p).st_mode & 0o001 for p in Path(sys.executable).resolve().parents)
     ):
@@ -308,7 +312,7 @@ def main() -> None:
         shutil.rmtree(work / "data")
         anyio.run(serve_and_check, venv, work, write_config(work, venv, everything=True), True)
         check_uv_tool(tmp, venv)
-        if base_python() != sys.executable or os.getuid() == 0:
+        if acts_as_nobody():
             tmp.chmod(0o755)  # mkdtemp's 0700 would keep nobody out of the venv
             anyio.run(check_as_nobody, tmp, venv)
         step("wheelhouse test passed")
