@@ -221,7 +221,10 @@ def rss_mb(pid: int | str = "self") -> float:
 def children() -> set[int]:
     out: set[int] = set()
     for task in Path("/proc/self/task").iterdir():
-        out |= {int(p) for p in (task / "children").read_text().split()}
+        try:
+            out |= {int(p) for p in (task / "children").read_text().split()}
+        except FileNotFoundError:  # the thread ended between listing and reading
+            continue
     return out
 
 
