@@ -31,7 +31,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
-def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated_user_dirs(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """A home folder of its own for each test: no test reads the developer's own nexus.toml or writes to their
     data dir (servers inherit this too); every shared server a test started is stopped when it ends.
 
@@ -46,6 +48,38 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
         monkeypatch.delenv(name, raising=False)
     yield home
     stop_shared_servers(run_dir(home))
+    for folder in (tmp_path, *tmp_path.iterdir()):  # a test that gave its servers a home of its own
+        stop_shared_servers(run_dir(folder))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_server_left_running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fails the run if any process started under this run's temporary folders outlives its test."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    deadline = time.monotonic() + 15
+    while (left := leftovers(base)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for line in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert not left, f"tests left processes running: {left}"
+
+
+def leftovers(marker: str) -> list[str]:
+    """Processes whose command line or environment names ``marker`` (a server a test left running)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            text = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in text:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{proc.name}: {command}")
+    return found
 
 
 def run_dir(home: Path) -> Path:

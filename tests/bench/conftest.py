@@ -11,23 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import leftovers
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def leftovers(marker: str) -> list[str]:
-    """Processes whose command line or environment names ``marker`` (a server the bench left running)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            text = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in text:
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"{proc.name}: {command}")
-    return found
 
 
 @pytest.fixture
