@@ -1889,6 +1889,14 @@ MUTATIONS: list[Mutation] = [
         "a line over NEXUS_MAX_MESSAGE_BYTES (relayed or standalone stdio) gets -32600 and the session goes on",
     ),
     m(
+        "stress-too-large-without-its-id",
+        CORE + "serve/client_pipes.py",
+        "self._skipped_id = leading_id(bytes(self._buffer[:4096]))",
+        "self._skipped_id = None",
+        STRESS + "test_a_message_over_the_limit_gets_an_error_and_the_session_goes_on",
+        "the error for a line over the limit carries the request's id, so the client's call ends",
+    ),
+    m(
         "stress-http-body-unbounded",
         CORE + "serve/http.py",
         "    app.add_middleware(LimitBody)",

@@ -38,7 +38,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from pydantic import ValidationError
 
-from nexus_core.serve.limits import MAX_IN_FLIGHT, MAX_MESSAGE, WRITE_TIMEOUT, too_large
+from nexus_core.serve.limits import MAX_IN_FLIGHT, MAX_MESSAGE, WRITE_TIMEOUT, leading_id, too_large
 
 log = logging.getLogger("nexus")
 
@@ -78,6 +78,7 @@ class ClientPipes:
         self._gone = False  # a write to the client failed
         self._readable: _Readable | None = None
         self._skipping = 0  # bytes of an over-long line dropped so far (it is answered once its end comes)
+        self._skipped_id: int | str | None = None  # that line's request id, if its first bytes tell it
         self._scope: anyio.CancelScope | None = None
         self.cut_reason: str | None = None  # why this server ended the session itself
 
@@ -125,7 +126,7 @@ class ClientPipes:
             if end >= 0 and self._skipping:  # the end of a line over the limit: it gets its error now
                 size, self._skipping = self._skipping + end, 0
                 del self._buffer[: end + 1]
-                return MessageTooLarge(size)
+                return MessageTooLarge(size, self._skipped_id)
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
@@ -133,6 +134,8 @@ class ClientPipes:
                     return item
                 continue
             if len(self._buffer) > MAX_MESSAGE or self._skipping:  # never held whole: dropped as it comes
+                if not self._skipping:
+                    self._skipped_id = leading_id(bytes(self._buffer[:4096]))
                 self._skipping += len(self._buffer)
                 self._buffer.clear()
             if self.client_closed:
@@ -412,10 +415,12 @@ def _write_blocking(fd: int, data: bytes) -> bool:
 
 
 class MessageTooLarge(Exception):
-    """A client's line over ``MAX_MESSAGE`` bytes: dropped as it was read, answered with -32600."""
+    """A client's line over ``MAX_MESSAGE`` bytes: dropped as it was read, answered with -32600 (with its request's
+    id when the line's first bytes tell it)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, request_id: int | str | None = None) -> None:
         super().__init__(too_large(size))
+        self.request_id = request_id
 
 
 def error_for(exc: Exception) -> JSONRPCError:
@@ -423,7 +428,8 @@ def error_for(exc: Exception) -> JSONRPCError:
     that is not a valid message, with its id when it has one."""
     if isinstance(exc, MessageTooLarge):
         log.warning("stdio: %s", exc)
-        return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=str(exc)))
+        error = ErrorData(code=INVALID_REQUEST, message=str(exc))
+        return JSONRPCError(jsonrpc="2.0", id=exc.request_id, error=error)
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     if not errors or any(e["type"] == "json_invalid" for e in errors):
         log.info("stdio: a line that is not JSON")

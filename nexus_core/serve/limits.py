@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -30,6 +31,35 @@ SERVER_TIMEOUT = _number("NEXUS_SERVER_TIMEOUT", 10.0)  # seconds a relay or a c
 def too_large(size: int | None = None) -> str:
     """The error message of a message over the limit."""
     return f"message too large: over {MAX_MESSAGE} bytes (NEXUS_MAX_MESSAGE_BYTES)" + (f", got {size}" if size else "")
+
+
+_SPACE = re.compile(r"\s*")
+_DECODER = json.JSONDecoder()
+
+
+def leading_id(prefix: bytes) -> int | str | None:
+    """The id of a JSON-RPC request read from the first bytes of its line, if it comes before any value too long
+    for them (clients write ``jsonrpc``, ``id``, ``method`` before ``params``): a line over the limit is dropped
+    unread, and an error without the request's id would leave the client waiting on it."""
+    text = prefix.decode("utf-8", "replace")
+    pos = _SPACE.match(text).end() + 1  # type: ignore[union-attr]
+    if text[pos - 1 : pos] != "{":
+        return None
+    try:
+        while True:
+            key, pos = _DECODER.raw_decode(text, _SPACE.match(text, pos).end())  # type: ignore[union-attr]
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] != ":":
+                return None
+            value, pos = _DECODER.raw_decode(text, _SPACE.match(text, pos + 1).end())  # type: ignore[union-attr]
+            if key == "id":
+                return value if type(value) in (int, str) else None
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos] != ",":
+                return None
+            pos += 1
+    except (ValueError, IndexError):  # the prefix ends inside a value: the id comes after it, unknown
+        return None
 
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]

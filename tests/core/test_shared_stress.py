@@ -180,6 +180,7 @@ def test_a_message_over_the_limit_gets_an_error_and_the_session_goes_on(tmp_path
         client.send(huge)
         answer = client.read()
         assert answer["error"]["code"] == -32600 and "message too large" in answer["error"]["message"], answer
+        assert answer["id"] == 7  # its id read from the line's start: the client's call ends, it does not wait on
         assert client.ping(8) == {"jsonrpc": "2.0", "id": 8, "result": {}}
 
 

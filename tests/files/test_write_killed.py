@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import stdio_session, write_config
+from tests.conftest import server_env, stdio_session, write_config
 from tests.core.test_atomic import writing_into
 
 pytestmark = [
@@ -40,19 +40,20 @@ async def test_kill_9_mid_write_leaves_no_temp_file_in_the_tree(repo: Path, tmp_
         f'categories = ["read", "write"]\nmax_file_size = {2 * SIZE}\n',
     )
     before = sorted(p.name for p in (repo / "src").iterdir())
-    killed = False
+    killed = seen = False
     with contextlib.suppress(Exception):  # the client's pipes break when the server dies
-        async with stdio_session("--config", str(config), "--standalone", cwd=tmp_path) as session:
+        env = server_env(NEXUS_MAX_MESSAGE_BYTES=str(2 * SIZE))  # the write is one message over the default limit
+        async with stdio_session("--config", str(config), "--standalone", cwd=tmp_path, env=env) as session:
             pid = server_pid(config)
             assert pid is not None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(session.call_tool, "write_file", {"path": "src/big.txt", "content": "x" * SIZE})
                 deadline = time.monotonic() + 15  # bounded: the write is usually seen within a second
-                while not writing_into(pid, repo / "src") and time.monotonic() < deadline:
+                while not (seen := writing_into(pid, repo / "src")) and time.monotonic() < deadline:
                     await anyio.sleep(0.001)
                 os.kill(pid, signal.SIGKILL)
                 killed = True
-    assert killed
+    assert killed and seen, "the write was never seen under way"
     after = sorted(p.name for p in (repo / "src").iterdir())
     assert after in (before, sorted([*before, "big.txt"])), after  # no .big.txt.XXXX.tmp
     if (repo / "src" / "big.txt").exists():
