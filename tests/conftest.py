@@ -106,14 +106,14 @@ def stop_shared_servers(folder: Path, timeout: float = 15) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for pid in filter(None, pids):
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
-        if _alive(pid):
+        if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -23,6 +23,7 @@ from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import (
+    alive,
     free_port,
     nexus_command,
     run_dir,
@@ -546,22 +547,14 @@ def test_stopping_nexus_stops_the_servers_it_started(tmp_path: Path, mode: str) 
         nexus_proc.stdin.close()  # type: ignore[union-attr]
     assert nexus_proc.wait(timeout=20) is not None
     deadline = time.monotonic() + 10
-    while _alive(upstream_pid) and time.monotonic() < deadline:
+    while alive(upstream_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(upstream_pid)
+    assert not alive(upstream_pid)
 
 
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie has exited
 
 
 def _processes_with(marker: str) -> list[int]:

@@ -24,7 +24,7 @@ import pytest
 
 from nexus_core.config import folders
 from nexus_core.serve import rendezvous
-from tests.conftest import _alive, nexus_command, write_config
+from tests.conftest import alive, nexus_command, write_config
 
 XDG = ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
 QUIET = "".join(f"[plugins.{name}]\nenabled = false\n" for name in ("files", "memory", "graph", "manual", "bridge"))
@@ -108,7 +108,7 @@ def _stop_servers_of(home: Path, timeout: float = 15) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for pid in pids:
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

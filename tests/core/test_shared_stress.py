@@ -27,7 +27,7 @@ import pytest
 from nexus_core.fs.locks import lock_path
 from nexus_core.serve import rendezvous
 from nexus_core.serve.shared import SharedServer
-from tests.conftest import HTTP_TOKEN, _alive, nexus_command, server_env, stdio_session, write_config
+from tests.conftest import HTTP_TOKEN, alive, nexus_command, server_env, stdio_session, write_config
 from tests.core.test_shared_security import SETPRIV, as_another_user
 
 QUIET = "".join(f"[plugins.{name}]\nenabled = false\n" for name in ("files", "memory", "graph", "manual", "bridge"))
@@ -240,7 +240,7 @@ def test_a_stopped_server_fails_new_clients_fast_and_says_what_to_run(tmp_path: 
             nexus_command("server", "stop", "--force", "--config", str(config)), env=env, capture_output=True, text=True
         )
         assert stop.returncode == 0, stop.stderr
-        assert not _alive(pid)
+        assert not alive(pid)
 
 
 @pytest.mark.anyio
