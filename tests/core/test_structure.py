@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import nexus_core
+from tests.test_plugin_structure import circles
 
 PACKAGE = Path(nexus_core.__file__).parent
 MAX_FUNCTION_LINES = 80
@@ -73,38 +74,6 @@ def import_graph() -> dict[str, set[str]]:
             if target is not None and target != module:
                 graph[module].add(target)
     return graph
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        for other in sorted(graph[module]):
-            if other not in index:
-                visit(other)
-                low[module] = min(low[module], low[other])
-            elif other in stack:
-                low[module] = min(low[module], index[other])
-        if low[module] == index[module]:
-            component = []
-            while True:
-                other = stack.pop()
-                component.append(other)
-                if other == module:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
-    return found
 
 
 def test_the_import_graph_is_read() -> None:
