@@ -1889,6 +1889,14 @@ MUTATIONS: list[Mutation] = [
         "a line over NEXUS_MAX_MESSAGE_BYTES (relayed or standalone stdio) gets -32600 and the session goes on",
     ),
     m(
+        "http-hold-never-joins-the-consoles-address",
+        CORE + "serve/shared.py",
+        "if listener is None and port and (bind, port) == (self.http_bind, self.http_port) and self.http_url:",
+        "if False:",
+        "tests/console/test_http.py::test_nexus_serve_over_http_joins_the_address_the_console_serves",
+        "`nexus serve --transport http` on the port the console's HTTP holds joins it instead of failing to bind",
+    ),
+    m(
         "stress-too-large-without-its-id",
         CORE + "serve/client_pipes.py",
         "self._skipped_id = leading_id(bytes(self._buffer[:4096]))",

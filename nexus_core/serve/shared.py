@@ -70,7 +70,7 @@ class SharedServer:
         self.sessions: dict[str, Session] = {}
         self.idle_since: float | None = time.monotonic()
         self.http_url: str | None = None
-        self.http_port = 0
+        self.http_bind, self.http_port = "", 0  # the server's own HTTP: the console's, or [server.http]'s
         self.listeners: dict[tuple[str, int], Listener] = {}  # what `nexus serve --transport http` asked for
         self._tg: TaskGroup | None = None
 
@@ -140,7 +140,7 @@ class SharedServer:
         from nexus_core.serve.http import serve_http
 
         self.http_url = f"http://{bind}:{port}{self.host.config.server.http.path}"
-        self.http_port = port
+        self.http_bind, self.http_port = bind, port
         try:
             await serve_http(self.host, bind=bind, port=port, sock=sock)
         except SystemExit:  # uvicorn exits when it cannot bind: the port's holder must not take stdio down too
@@ -149,7 +149,7 @@ class SharedServer:
                 bind,
                 port,
             )
-            self.http_url, self.http_port = None, 0
+            self.http_url, self.http_bind, self.http_port = None, "", 0
 
     async def _console(self) -> dict[str, Any]:
         """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""
@@ -163,6 +163,7 @@ class SharedServer:
             sock = loopback_socket(http.port)
             port = sock.getsockname()[1]
             self.http_url = f"http://127.0.0.1:{port}{http.path}"  # before the task runs: one listener only
+            self.http_bind, self.http_port = "127.0.0.1", port
             self._tg.start_soon(self._serve_http, "127.0.0.1", port, sock)
         elif not port and not is_loopback(http.host) and http.host not in ("0.0.0.0", "::"):
             return {"nexus": "refused", "reason": f"HTTP listens on {http.host} only; the console needs loopback"}
@@ -269,7 +270,8 @@ class SharedServer:
         finally:
             listener.holders -= 1
             if not listener.holders:
-                listener.server.should_exit = True
+                if not listener.kept:
+                    listener.server.should_exit = True
                 self.listeners = {k: v for k, v in self.listeners.items() if v is not listener}
             self._note_idle()
 
@@ -281,6 +283,10 @@ class SharedServer:
         token = str(hello.get("token") or "") or http_token(self.host.config, bind)
         sse = bool(hello.get("sse"))
         listener = self.listeners.get((bind, port)) if port else None
+        if listener is None and port and (bind, port) == (self.http_bind, self.http_port) and self.http_url:
+            # The server's own HTTP (the console's, or [server.http]'s) already serves there: joined, never stopped.
+            own = http_token(self.host.config, bind)
+            listener = self.listeners[(bind, port)] = Listener(self.http_url, own, server=None, kept=True)
         if listener is not None:
             if not hmac.compare_digest(listener.token.encode(), token.encode()):
                 raise ValueError(f"{listener.url} is already served with another token")
@@ -371,6 +377,7 @@ class Listener:
     server: Any  # uvicorn.Server: ``should_exit = True`` stops it
     holders: int = 0
     sse_url: str | None = None  # where it serves the legacy HTTP+SSE transport too (``--transport sse``)
+    kept: bool = False  # the server's own HTTP, which outlives its holders
 
 
 async def _run_listener(listener: Listener, sock: Any, template: Session) -> None:

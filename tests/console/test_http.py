@@ -12,12 +12,16 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 
 from tests.conftest import (
+    HTTP_TOKEN,
+    config_dir,
     free_port,
     home_env,
+    http_client,
     nexus_command,
     run_dir,
     server_env,
@@ -198,6 +202,45 @@ def test_nexus_console_starts_the_shared_server_and_http_on_demand(tmp_path: Pat
     finally:
         busy.close()
         stop_shared_servers(run_dir(tmp_path / "home"))
+
+
+def test_nexus_serve_over_http_joins_the_address_the_console_serves(tmp_path: Path) -> None:
+    """`nexus console`, then `nexus serve --transport http` on the same port: one listener serves both, and the
+    console's outlives the command (before, the command failed: address already in use)."""
+    port, home = free_port(), tmp_path / "home"
+    (config_dir(home)).mkdir(parents=True)
+    (config_dir(home) / "http-token").write_text(HTTP_TOKEN + "\n")
+    config = write_config(
+        tmp_path / "nexus.toml",
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\n[server.http]\nport = {port}\n'
+        "[plugins.files]\nenabled = false\n[plugins.memory]\nenabled = false\n[plugins.bridge]\nenabled = false\n",
+    )
+    env = home_env(home)
+    command = lambda *args: nexus_command(*args, "--config", str(config))  # noqa: E731
+    serving = None
+    try:
+        console = subprocess.run(command("console", "--no-open"), capture_output=True, text=True, env=env, timeout=120)
+        link = re.search(rf"http://127\.0\.0\.1:{port}/console/login\?token=\S+", console.stdout)
+        assert link, console.stdout + console.stderr
+        serving = subprocess.Popen(command("serve", "--transport", "http"), env=env, stderr=subprocess.PIPE, text=True)
+        assert serving.stderr is not None
+        said = serving.stderr.readline()
+        assert f"serving Streamable HTTP on http://127.0.0.1:{port}/mcp" in said, said + serving.stderr.read()
+
+        async def tools() -> list[str]:
+            async with http_client(f"http://127.0.0.1:{port}/mcp") as client:
+                return [tool.name for tool in (await client.list_tools()).tools]
+
+        assert "hello" in anyio.run(tools)
+        serving.terminate()
+        serving.wait(timeout=30)
+        with httpx2.Client() as client:  # the console still serves once the command is gone
+            assert client.get(link.group(0)).status_code == 200
+            assert client.get(f"http://127.0.0.1:{port}/console/api/session").status_code == 200
+    finally:
+        if serving is not None and serving.poll() is None:
+            serving.kill()
+        stop_shared_servers(run_dir(home))
 
 
 NOBODY_FETCH = """
