@@ -1897,6 +1897,22 @@ MUTATIONS: list[Mutation] = [
         "`nexus serve --transport http` on the port the console's HTTP holds joins it instead of failing to bind",
     ),
     m(
+        "memory-export-drops-images",
+        "plugins/nexus_memory/nexus_memory/transfer.py",
+        'line |= {"image_mime_type": r.image, "image_data": base64.b64encode(data).decode()}',
+        "pass",
+        IMG_T + "test_an_export_carries_the_image_and_an_import_brings_it_back",
+        "an exported memory carries its image, and an import writes it back",
+    ),
+    m(
+        "memory-export-pages-ignore-size",
+        "plugins/nexus_memory/nexus_memory/transfer.py",
+        "if lines and size + len(line) > PAGE_BYTES:",
+        "if False:",
+        IMG_T + "test_an_export_carries_the_image_and_an_import_brings_it_back",
+        "a page of export_memories ends early once its lines pass PAGE_BYTES (a page of images fits a message)",
+    ),
+    m(
         "stress-too-large-without-its-id",
         CORE + "serve/client_pipes.py",
         "self._skipped_id = leading_id(bytes(self._buffer[:4096]))",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import socket
 import stat
 import sys
@@ -26,6 +27,7 @@ import nexus_memory
 from nexus_core.assembly import build_host
 from nexus_core.config.model import parse_config
 from nexus_core.host.discovery import get_plugin_manager
+from nexus_memory import transfer
 from nexus_memory.embed import checksums
 from nexus_memory.images import files, ocr
 from tests.memory.helpers import TRACE, call, fails, screenshot, store
@@ -133,6 +135,33 @@ async def test_a_merged_memory_keeps_the_image_of_a_source(client: Client, root:
     got = await client.call_tool("get_memory", {"memory_id": target})
     assert got.structured_content["image"] == f"memory://{target}/image.png" and got.content[1].type == "image"
     assert {p.stem for p in image_files(root)} >= {target} and source not in {p.stem for p in image_files(root)}
+
+
+async def test_an_export_carries_the_image_and_an_import_brings_it_back(
+    client: Client, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = screenshot(TRACE[-1:])
+    memory_id = (await call(client, "store_memory", context_name="shop", tags=[], image_data=b64(image)))["memory_id"]
+    monkeypatch.setattr(transfer, "PAGE_BYTES", 2000)  # under one memory's line: a page a line, cut by size
+    lines: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = await call(client, "export_memories", offset=offset, limit=1000)
+        assert len(page["lines"]) == 1 and page["offset"] == len(lines)
+        lines, offset = lines + page["lines"], page["next_offset"]
+    assert len(lines) == page["total_lines"]
+    (mine,) = [line for line in lines if memory_id in line]
+    exported = json.loads(mine)
+    assert exported["image_mime_type"] == "image/png" and base64.b64decode(exported["image_data"]) == image
+
+    await call(client, "delete_memory", memory_id=memory_id)
+    assert (await call(client, "import_memories", lines=[lines[0], mine]))["memories"] == 1
+    got = await client.call_tool("get_memory", {"memory_id": memory_id})
+    assert got.content[1].type == "image" and base64.b64decode(got.content[1].data) == image
+    assert (root / "data" / "memory" / "images" / f"{memory_id}.png").read_bytes() == image
+
+    broken = json.dumps(exported | {"id": "other", "image_data": "not base64!"})
+    assert "image_data is not base64" in await fails(client, "import_memories", lines=[lines[0], broken])
 
 
 async def test_bad_images_are_refused_in_one_line_and_nothing_is_stored(client: Client, root: Path) -> None:

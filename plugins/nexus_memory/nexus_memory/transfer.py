@@ -2,14 +2,16 @@
 re-embedding of a collection with the configured embedder.
 
 One object per line: first ``{"kind": "header", ...}`` naming the embedder,
-then ``{"kind": "memory", ...}`` lines (with the vector), then
-``{"kind": "link", ...}`` lines. Import keeps ids and timestamps; it reuses
+then ``{"kind": "memory", ...}`` lines (with the vector, and a memory's image as ``image_mime_type`` and base64
+``image_data``, store_memory's names), then ``{"kind": "link", ...}`` lines. Import keeps ids and timestamps; it reuses
 the vectors when the file's embedder is the target's, and re-embeds otherwise
 (which is how a collection moves to another embedder).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 import sys
@@ -22,6 +24,7 @@ from typing import IO, Any
 import click
 
 from nexus_memory.embed import Embedder, EmbedderError
+from nexus_memory.images.files import EXTENSIONS, MAX_IMAGE_BYTES, ImageFiles
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
 from nexus_memory.progress import STEP, Progress
 from nexus_memory.store import (
@@ -37,6 +40,7 @@ from nexus_memory.store import (
 
 FORMAT = "nexus-memory/1"
 PAGE = STEP  # lines a call of export_memories or import_memories carries for `nexus memory`: the progress's step
+PAGE_BYTES = 4 << 20  # ... and at most about this many bytes (a line with an image is up to 10.7 MB): a message fits
 
 
 @dataclass
@@ -63,10 +67,15 @@ def _header(store: ChromaStore) -> str:
     return json.dumps(header)
 
 
-def _memory_lines(got: dict[str, Any]) -> Iterator[str]:
+def images_of(store: ChromaStore) -> ImageFiles:
+    return ImageFiles(store.data_dir / "images")  # where the service keeps them
+
+
+def _memory_lines(got: dict[str, Any], images: ImageFiles) -> Iterator[str]:
     """One line per memory of a Chroma get() with documents, metadatas and embeddings."""
     for i, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
         r = Record.from_chroma(i, doc, meta)
+        data = images.read(r.id, r.image) if r.image else None
         line = {
             "kind": "memory",
             "id": r.id,
@@ -80,6 +89,8 @@ def _memory_lines(got: dict[str, Any]) -> Iterator[str]:
             "last_recalled_at": r.last_recalled_at,
             "embedding": [round(float(x), 7) for x in vec],
         }
+        if data is not None:
+            line |= {"image_mime_type": r.image, "image_data": base64.b64encode(data).decode()}
         yield json.dumps(line, ensure_ascii=False)
 
 
@@ -93,7 +104,7 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
     out.write(_header(store) + "\n")
     with _progress("export", store.count() + store.links.count(), progress) as bar:
         for got in store.page(include=("documents", "metadatas", "embeddings")):
-            for line in _memory_lines(got):
+            for line in _memory_lines(got, images_of(store)):
                 out.write(line + "\n")
                 counts.memories += 1
                 bar.update()
@@ -105,15 +116,22 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
 
 
 def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str], int]:
-    """Lines ``offset`` to ``offset + limit`` of ``export_memories``'s output, and how many it has in all: only
-    those memories are read, so paging through a store reads it once, not once a page."""
+    """Lines ``offset`` to ``offset + limit`` of ``export_memories``'s output (fewer once they pass ``PAGE_BYTES``,
+    at least one), and how many it has in all: only those memories are read, so paging through a store reads it
+    once, not once a page."""
     store.open()
     memories = store.count()
     lines = [_header(store)] if offset == 0 else []
     first, end = max(offset - 1, 0), offset + limit - 1  # memory indexes: line n is memory n - 1
     if first < min(end, memories):
         include = ["documents", "metadatas", "embeddings"]
-        lines += _memory_lines(store.memories.get(offset=first, limit=min(end, memories) - first, include=include))
+        got = store.memories.get(offset=first, limit=min(end, memories) - first, include=include)
+        size = 0
+        for line in _memory_lines(got, images_of(store)):
+            if lines and size + len(line) > PAGE_BYTES:
+                return lines, 1 + memories + store.links.count()
+            lines.append(line)
+            size += len(line)
     first, end = max(first - memories, 0), end - memories  # link indexes
     if end > first:
         got = store.links.collection.get(offset=first, limit=end - first, include=["metadatas"])
@@ -130,9 +148,25 @@ def _lines(src: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise ValueError(f"line {n}: not JSON ({exc.msg})") from None
 
 
+def _image(n: int, obj: dict[str, Any]) -> bytes | None:
+    """A memory line's image, checked as store_memory checks one; None without one."""
+    if "image_data" not in obj:
+        return None
+    if obj.get("image_mime_type") not in EXTENSIONS:
+        raise ValueError(f"line {n}: image_mime_type must be one of {', '.join(EXTENSIONS)}")
+    try:
+        data = base64.b64decode(str(obj["image_data"]), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"line {n}: image_data is not base64") from None
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ValueError(f"line {n}: the image is over {MAX_IMAGE_BYTES} bytes")
+    return data
+
+
 def _record(n: int, obj: dict[str, Any]) -> Record:
     if obj.get("memory_type") not in MEMORY_TYPES or not str(obj.get("content", "")).strip():
         raise ValueError(f"line {n}: a memory needs content and a memory_type in {', '.join(MEMORY_TYPES)}")
+    image = obj["image_mime_type"] if _image(n, obj) is not None else ""
     return Record(
         str(obj["id"]),
         obj["content"],
@@ -143,6 +177,7 @@ def _record(n: int, obj: dict[str, Any]) -> Record:
         str(obj.get("updated_at", "")),
         archived=obj.get("archived") is True,
         last_recalled_at=str(obj.get("last_recalled_at") or ""),
+        image=image,
     )
 
 
@@ -167,6 +202,7 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
     """
     same_embedder = False
     memories: list[tuple[Record, list[float] | None]] = []
+    pictures: dict[str, bytes] = {}  # the memories' images, by id
     links: list[LinkRecord] = []
     for n, obj in _lines(src):
         kind = obj.get("kind")
@@ -177,6 +213,8 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
             same_embedder = obj.get("embedder") == store.embedder.name and obj.get("text", "content") == store.recipe
         elif kind == "memory":
             memories.append((_record(n, obj), obj.get("embedding") if same_embedder else None))
+            if (data := _image(n, obj)) is not None:
+                pictures[memories[-1][0].id] = data
         elif kind == "link":
             if obj.get("relation_type") not in RELATION_TYPES:
                 raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
@@ -186,7 +224,7 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
     counts = TransferCounts()
     with _progress("import", len(memories) + len(links), progress) as bar:
         for start in range(0, len(memories), STEP):
-            _flush(store, memories[start : start + STEP], counts, bar)
+            _flush(store, memories[start : start + STEP], pictures, counts, bar)
         for lk in links:
             counts.links += store.links.put(lk)
             bar.update()
@@ -194,7 +232,11 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
 
 
 def _flush(
-    store: ChromaStore, batch: list[tuple[Record, list[float] | None]], counts: TransferCounts, bar: Progress
+    store: ChromaStore,
+    batch: list[tuple[Record, list[float] | None]],
+    pictures: dict[str, bytes],
+    counts: TransferCounts,
+    bar: Progress,
 ) -> None:
     if not batch:
         return
@@ -202,7 +244,15 @@ def _flush(
     fresh = [(r, v) for r, v in dict((r.id, (r, v)) for r, v in batch).values() if r.id not in existing]
     todo = [r for r, v in fresh if v is None]
     embedded = dict(zip((r.id for r in todo), store.embed_records(todo), strict=True)) if todo else {}
-    store.add([r for r, _ in fresh], [v if v is not None else embedded[r.id] for r, v in fresh])
+    images, pictured = images_of(store), [r for r, _ in fresh if r.id in pictures]
+    for r in pictured:  # the files first: a memory never names an image that is not there
+        images.put(r.id, pictures[r.id], r.image)
+    try:
+        store.add([r for r, _ in fresh], [v if v is not None else embedded[r.id] for r, v in fresh])
+    except BaseException:
+        for r in pictured:
+            images.remove(r.id, r.image)
+        raise
     counts.memories += len(fresh)
     counts.re_embedded += len(todo)
     counts.skipped += len(batch) - len(fresh)
@@ -404,13 +454,26 @@ async def _import_batches(session: Any, lines: list[str]) -> TransferCounts:
     body = [line for line in lines if line.strip() and not line.startswith('{"kind": "header"')]
     counts = TransferCounts()
     with _progress("import", len(body)) as bar:
-        for start in range(0, len(body), PAGE):
-            batch = body[start : start + PAGE]
+        for batch in _batches(body):
             got = _structured(await session.call_tool("import_memories", {"lines": header + batch}))
             for field in ("memories", "re_embedded", "skipped", "links"):
                 setattr(counts, field, getattr(counts, field) + got[field])
             bar.update(len(batch))
     return counts
+
+
+def _batches(lines: list[str]) -> Iterator[list[str]]:
+    """``lines`` in runs of at most ``PAGE`` lines and about ``PAGE_BYTES`` (one line at least)."""
+    batch: list[str] = []
+    size = 0
+    for line in lines:
+        if batch and (len(batch) == PAGE or size + len(line) > PAGE_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(line)
+        size += len(line)
+    if batch:
+        yield batch
 
 
 def _through_shared(config: str | None, work: Any) -> Any:

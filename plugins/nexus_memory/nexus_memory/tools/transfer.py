@@ -24,7 +24,7 @@ async def export_memories(
     """Export memories and links as JSON Lines."""
 
     lines, total = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))
-    end = offset + limit
+    end = offset + len(lines)  # fewer than asked once a page is large (memories with images)
     return ExportPage(lines=lines, offset=offset, next_offset=end if end < total else None, total_lines=total)
 
 
