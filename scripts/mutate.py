@@ -1913,6 +1913,14 @@ MUTATIONS: list[Mutation] = [
         "a page of export_memories ends early once its lines pass PAGE_BYTES (a page of images fits a message)",
     ),
     m(
+        "bridge-call-fails-while-a-retry-is-due",
+        "plugins/nexus_bridge/nexus_bridge/upstream.py",
+        'due = self.state == "down" and (self.retry_at or 0) - time.monotonic() < self.table.connect_timeout',
+        "due = False",
+        BT + "test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call",
+        "a call to a mount that is down with its retry due within connect_timeout waits for the reconnect",
+    ),
+    m(
         "stress-too-large-without-its-id",
         CORE + "serve/client_pipes.py",
         "self._skipped_id = leading_id(bytes(self._buffer[:4096]))",

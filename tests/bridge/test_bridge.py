@@ -268,12 +268,13 @@ async def test_an_upstream_that_crashes_mid_call_gives_a_clear_error_and_comes_b
 
 async def test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call(tmp_path: Path) -> None:
     """No call fails because the upstream died between calls: the call that finds it gone reconnects, once."""
-    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(backoff=0.2))
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(backoff=0.6))
     async with nexus(config) as client:
         await client.wait_for_tool("up_counter")
         for _ in range(2):  # a young connection too: the call waits out the backoff
             old = int((await client.text("up_counter")).split(" in ")[1])
             _kill(old)
+            await anyio.sleep(0.3)  # the bridge has seen it go (a closed pipe): down, its retry not yet due
             result = await client.call_tool("up_counter", {})
             assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
             count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]

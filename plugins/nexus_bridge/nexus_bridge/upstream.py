@@ -324,7 +324,9 @@ class Upstream:
     # -- forwarding -----------------------------------------------------------------------
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        client = self._connected(ToolError) if self.state != "connecting" else await self._reconnected(None)
+        # Down with its retry due within connect_timeout (a connection that died young): the call waits for it.
+        due = self.state == "down" and (self.retry_at or 0) - time.monotonic() < self.table.connect_timeout
+        client = await self._reconnected(None) if self.state == "connecting" or due else self._connected(ToolError)
         client = client or self._connected(ToolError)
         key = (tool, json.dumps(arguments, sort_keys=True, default=str)) if tool in self._read_only else None
         if key and (cached := self._cache.get(key)):
