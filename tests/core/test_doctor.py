@@ -50,7 +50,9 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
     home, project = isolated_user_dirs, tmp_path / "project"  # the fixture's home: its shared servers are stopped
     project.mkdir(parents=True)
     config = tmp_path / "nexus.toml"
-    config.write_text('[plugins.hello]\ncategories = ["greet", "gret"]\n')
+    # doctor starts the server: the plugins this test is not about stay out
+    lean = "[plugins.memory]\nenabled = false\n[plugins.bridge]\nenabled = false\n"
+    config.write_text('[plugins.hello]\ncategories = ["greet", "gret"]\n' + lean)
     for client in ("cursor", "gemini"):
         done = run("install", client, "--config", str(config), home=home, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
@@ -67,7 +69,7 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
     assert f"Gemini CLI shows Nexus as Disabled in {project}" in broken.stdout
     assert "every client starts" in broken.stdout  # one install: no second set of servers on the same stores
 
-    config.write_text('[plugins.hello]\ncategories = ["greet"]\n')
+    config.write_text('[plugins.hello]\ncategories = ["greet"]\n' + lean)
     (gemini / "trustedFolders.json").write_text(json.dumps({str(project): "TRUST_FOLDER"}))
     fixed = run("doctor", home=home, cwd=project)
     assert fixed.returncode == 0, fixed.stdout
