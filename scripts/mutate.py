@@ -2068,8 +2068,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "clipboard-paste-under-read",
         FILES + "clipboard.py",
-        'register(tool(clipboard_paste, ctx), category="write"',
-        'register(tool(clipboard_paste, ctx), category="read"',
+        'register(paste, category="write"',
+        'register(paste, category="read"',
         "tests/files/test_clipboard.py::test_the_clipboard_is_bounded_and_checked_like_reads_and_writes",
         "clipboard_paste needs the write grant",
     ),
