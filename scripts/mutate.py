@@ -1524,6 +1524,22 @@ MUTATIONS: list[Mutation] = [
         "tool search ranks a tool by its keywords, by words and by meaning",
     ),
     m(
+        "ranker-stems-words",
+        CORE + "builtin/tool_ranking.py",
+        '    for suffix in ("ing", "ed", "ion"):',
+        "    for suffix in ():",
+        RANK_T + "test_a_word_matches_its_other_forms",
+        "tool search reads a word's other forms as that word (relate, related, relation)",
+    ),
+    m(
+        "ranker-ignores-keyword-phrases",
+        CORE + "builtin/tool_ranking.py",
+        "return [keywords, *phrases] if len(phrases) > 1 else phrases",
+        "return [keywords] if keywords else []",
+        RANK_T + "test_a_request_meets_the_one_keyword_phrase_that_says_it",
+        "tool search compares a request with each of a tool's keyword phrases, not only with all of them at once",
+    ),
+    m(
         "ranker-reads-file-names",
         CORE + "builtin/tool_ranking.py",
         "        query = without_file_names(query)\n",
@@ -2092,8 +2108,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "clipboard-paste-under-read",
         FILES + "clipboard.py",
-        'register(tool(clipboard_paste, ctx), category="write"',
-        'register(tool(clipboard_paste, ctx), category="read"',
+        'register(paste, category="write"',
+        'register(paste, category="read"',
         "tests/files/test_clipboard.py::test_the_clipboard_is_bounded_and_checked_like_reads_and_writes",
         "clipboard_paste needs the write grant",
     ),

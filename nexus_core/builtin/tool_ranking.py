@@ -9,14 +9,16 @@ optional import (``embedder``); without it, ranking is lexical only.
 Keywords (``register(..., keywords=...)``) are the everyday words for a tool's job that its
 description leaves out ("duplicate" for a copy, "who wrote" for a blame): a description a
 model reads on every turn stays short, and the search still finds the tool. The embedder
-compares a request with a tool's text and with its keywords, and takes the closer.
+compares a request with a tool's text, its keywords and each keyword phrase, and takes the closest.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +29,7 @@ log = logging.getLogger("nexus")
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 WORD = re.compile(r"[a-z0-9]+")
+VOWEL = re.compile(r"[aeiouy]")
 # Words that carry no meaning for choosing a tool; they would only add noise to the lexical scores.
 _STOP_TEXT = """a an the of to in on for and or is are be by with from at as it its this that these those do does
 i me my we our you your can could would should please want need some any all what which how when where who"""
@@ -47,7 +50,6 @@ _SYNONYMS = [
     "note memory",
     "sum add plus total",
 ]
-SYNONYMS = {w: set(line.split()) - {w} for line in _SYNONYMS for w in line.split()}
 SEMANTIC_WEIGHT = 0.6  # the meaning score's share in the blend (tune half, with keywords: 0.5 to 0.8)
 # A file name in a request ("package.json", "src/app.py"): only "a file" in it tells which tool serves the request;
 # its words ("package", "json") would match tools that have nothing to do with it.
@@ -55,17 +57,36 @@ FILE_NAME = re.compile(r"(?<![\w/.~-])(?:~/|\.{1,2}/|/)?(?:[\w.-]+/)*[\w-]*\w\.[
 
 
 def words(text: str) -> list[str]:
-    """Lower-case words, ``snake_case`` and ``camelCase`` split, stop words dropped, a plural ``s`` stripped."""
+    """Lower-case words, ``snake_case`` and ``camelCase`` split, stop words dropped, endings stripped (``_stem``)."""
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower().replace("_", " ")
     return [_stem(w) for w in WORD.findall(text) if w not in STOP]
 
 
+@functools.lru_cache(maxsize=8192)  # the same few thousand words, for every tool, on every search
 def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
+    """A light suffix stripper, so "relate", "related" and "relation", or "tag" and "tagged", are one word.
+
+    Plural ``s``, ``ies``/``ied``, then ``ing``, ``ed`` or ``ion``, then a final ``e``; a stem keeps three letters
+    and a vowel ("string" and "need" stay whole), a doubled last consonant is undone ("tagged" -> "tag")."""
+    if len(word) > 4 and word.endswith(("ies", "ied")):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed", "ion"):
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) >= 3 and VOWEL.search(stem):
+            if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeioulsz":
+                return stem[:-1]
+            short = len(stem) == 3 and suffix != "ion" and stem[-1] != stem[-2]  # "saved" -> "save", "added" -> "add"
+            return stem + "e" if short else _final_e(stem)
+    return _final_e(word)
+
+
+def _final_e(word: str) -> str:
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
+
+
+SYNONYMS = {_stem(w): {_stem(o) for o in line.split()} - {_stem(w)} for line in _SYNONYMS for w in line.split()}
 
 
 def without_file_names(query: str) -> str:
@@ -154,6 +175,7 @@ class Ranker:
     def __init__(self, embed: Embed | None) -> None:
         self.embed = embed
         self._vectors: dict[str, list[float]] = {}
+        self._index: tuple[list[str], BM25] | None = None  # the last tool texts and their index: mostly the same
 
     def rank(
         self, query: str, tools: Sequence[dict[str, Any]], keywords: Mapping[str, str] | None = None
@@ -163,26 +185,37 @@ class Ranker:
             return []
         query = without_file_names(query)
         kw = [(keywords or {}).get(t["name"], "") for t in tools]
-        blended = _normalised(BM25([tool_text(t, k) for t, k in zip(tools, kw, strict=True)]).scores(query))
+        blended = _normalised(self._bm25([tool_text(t, k) for t, k in zip(tools, kw, strict=True)]).scores(query))
         if self.embed is not None:
             meaning = _normalised(self._meaning(query, tools, kw))
             blended = [SEMANTIC_WEIGHT * m + (1 - SEMANTIC_WEIGHT) * w for m, w in zip(meaning, blended, strict=True)]
         return [tools[i] for i in _best_first(blended, tools)]
 
+    def _bm25(self, texts: list[str]) -> BM25:
+        """The index of ``texts``, kept for the next search (one read of ``_index``: searches run in threads)."""
+        index = self._index
+        if index is None or index[0] != texts:
+            index = self._index = (texts, BM25(texts))
+        return index[1]
+
     def _meaning(self, query: str, tools: Sequence[dict[str, Any]], keywords: list[str]) -> list[float]:
-        """Each tool's cosine with the request: with its text, or with its keywords alone when they are closer
-        (a short request is nearer to a few words than to a whole description)."""
+        """Each tool's cosine with the request: with its text, its keywords, or one of its keyword phrases,
+        whichever is closest (a short request is nearer to a few words than to a whole description, and a
+        request in a tool's own everyday words nearest to the one phrase that says them)."""
         assert self.embed is not None
-        texts = [meaning_text(t, k) for t, k in zip(tools, keywords, strict=True)]
-        missing = [t for t in dict.fromkeys([*texts, *filter(None, keywords)]) if t not in self._vectors]
+        texts = [[meaning_text(t, k), *_phrases(k)] for t, k in zip(tools, keywords, strict=True)]
+        missing = [t for t in dict.fromkeys(x for tool in texts for x in tool) if t not in self._vectors]
         if missing:
             self._vectors.update(zip(missing, self.embed(missing), strict=True))
         (q,) = self.embed([query])
+        cosine = {t: sum(map(operator.mul, q, self._vectors[t])) for t in dict.fromkeys(x for y in texts for x in y)}
+        return [max(cosine[text] for text in tool) for tool in texts]
 
-        def cosine(text: str) -> float:
-            return sum(a * b for a, b in zip(q, self._vectors[text], strict=True))
 
-        return [max(cosine(text), cosine(k) if k else -1.0) for text, k in zip(texts, keywords, strict=True)]
+def _phrases(keywords: str) -> list[str]:
+    """A tool's keywords as one text and, when there are several, each comma-separated phrase alone."""
+    phrases = [p.strip() for p in keywords.split(",") if p.strip()]
+    return [keywords, *phrases] if len(phrases) > 1 else phrases
 
 
 def _best_first(scores: list[float], tools: Sequence[dict[str, Any]]) -> list[int]:

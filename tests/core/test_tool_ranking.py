@@ -1,8 +1,9 @@
-"""The tool search ranker's own rules, without a server: file names in a request, keywords, no embedder."""
+"""The tool search ranker's own rules, without a server: file names in a request, keywords, word forms, keyword
+phrases."""
 
 from __future__ import annotations
 
-from nexus_core.builtin.tool_ranking import Ranker, without_file_names
+from nexus_core.builtin.tool_ranking import Ranker, embedder, without_file_names, words
 
 TOOLS = [
     {"name": "import_data", "description": "Load JSON records into the store."},
@@ -23,3 +24,30 @@ def test_a_file_name_counts_as_the_word_file() -> None:
 def test_keywords_rank_a_tool_by_words_its_description_leaves_out() -> None:
     assert Ranker(None).rank("duplicate the report", TOOLS)[0]["name"] != "replicate"
     assert Ranker(None).rank("duplicate the report", TOOLS, {"replicate": "duplicate, cp"})[0]["name"] == "replicate"
+
+
+def test_a_word_matches_its_other_forms() -> None:
+    tools = [
+        {"name": "find_relations", "description": "Relations between pages, by target or type."},
+        {"name": "list_pages", "description": "List a library's pages by name."},
+    ]
+    assert words("tagged relations, saved, added, string") == ["tag", "relat", "save", "add", "string"]
+    assert Ranker(None).rank("which pages relate to the Kubernetes page", tools)[0]["name"] == "find_relations"
+
+
+def test_a_request_meets_the_one_keyword_phrase_that_says_it() -> None:
+    """A long list of keywords read as one text means a blur of them all; each phrase is read alone too."""
+    embed = embedder()
+    assert embed is not None, "the memory plugin's MiniLM is installed here"
+    tools = [
+        {"name": "ledger", "description": "Keep the accounts of a small shop."},
+        {"name": "sync_disk", "description": "Mirror a folder to another disk."},
+        {"name": "weather", "description": "Today's forecast for a city."},
+        {"name": "greet", "description": "Say hello to someone."},
+    ]
+    keywords = {
+        "ledger": "tax returns, invoices, payroll, spreadsheets, quarterly reports, undo a mistake",
+        "sync_disk": "safety copy",
+        "weather": "rain, sun, temperature",
+    }
+    assert Ranker(embed).rank("I made an error, take it back", tools, keywords)[0]["name"] == "ledger"

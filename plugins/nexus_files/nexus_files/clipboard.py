@@ -126,6 +126,10 @@ def clipboard_paste(
 
 
 def register(register: ToolRegistrar, ctx: PluginContext) -> None:
-    register(tool(clipboard_copy, ctx), category="read", title="Copy lines", destructive=False, idempotent=True)
-    register(tool(clipboard_show, ctx), category="read", title="Show the clipboard", read_only=True, idempotent=True)
-    register(tool(clipboard_paste, ctx), category="write", title="Paste lines", destructive=False)
+    copy, show, paste = tool(clipboard_copy, ctx), tool(clipboard_show, ctx), tool(clipboard_paste, ctx)
+    grab = "copy and paste, cut, grab lines to move or reuse elsewhere"  # keywords: tool search's words for the job
+    register(copy, category="read", title="Copy lines", destructive=False, idempotent=True, keywords=grab)
+    register(
+        show, category="read", title="Show the clipboard", read_only=True, idempotent=True, keywords="what was copied"
+    )
+    register(paste, category="write", title="Paste lines", destructive=False, keywords="paste, insert what was copied")
