@@ -2317,6 +2317,30 @@ MUTATIONS: list[Mutation] = [
         "tests/core/test_heap.py::test_the_shared_server_hands_freed_memory_back_now_and_then",
         "the shared server hands the memory its calls freed back to the system every 30 s",
     ),
+    m(
+        "git-status-fast-denial-ignores-symlinks",
+        FILES + "git.py",
+        "                link = self.links[step] = _is_symlink(step)\n",
+        "                link = self.links[step] = False\n",
+        "tests/files/test_git.py::test_git_status_hides_what_a_symlink_in_the_repository_leads_to",
+        "git_status checks each listed path as its real path: a symlink on the way sends it to the full check",
+    ),
+    m(
+        "graph-lock-folders-every-read",
+        GRAPH + "storage.py",
+        "    known = _opened_before.get(key)\n",
+        "    known = None\n",
+        "tests/graph/test_storage.py::test_the_lock_folders_are_made_once_and_again_when_removed",
+        "the graph lock's folders are checked and made at the first read, not on every read",
+    ),
+    m(
+        "graph-lock-folder-not-made-again",
+        GRAPH + "storage.py",
+        "        with contextlib.suppress(OSError):\n            return os.open(known, _LOCK_FLAGS, 0o600)\n",
+        "        return os.open(known, _LOCK_FLAGS, 0o600)\n",
+        "tests/graph/test_storage.py::test_the_lock_folders_are_made_once_and_again_when_removed",
+        "a graph lock folder removed while the server runs is made again, and the lock still taken",
+    ),
 ]
 
 
