@@ -1923,11 +1923,11 @@ MUTATIONS: list[Mutation] = [
     m(
         "stress-graph-lock-beside-the-graph",
         GRAPH + "storage.py",
-        "path = lock_file(root)",
+        "path = lock_path(key[1])",
         "path = root / LOCK_FILE",
         STRESS + "test_another_user_cannot_freeze_the_graph",
         "the graph's lock file is in the user's private lock folder, where no other user can open it",
-        Edit(GRAPH + "storage.py", "os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)", "os.O_RDWR | os.O_CREAT, 0o644)"),
+        Edit(GRAPH + "storage.py", "fd = os.open(path, _LOCK_FLAGS, 0o600)", "fd = os.open(path, _LOCK_FLAGS, 0o644)"),
     ),
     m(
         "stress-lock-waits-for-ever",
