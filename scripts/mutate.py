@@ -1940,8 +1940,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "stress-plugins-share-all-threads",
         CORE + "host/build.py",
-        "async with self._limiter(plugin):",
-        "async with anyio.CapacityLimiter(1000):",
+        "        limiter = self._limiter(plugin)  # a plugin's",
+        "        limiter = anyio.CapacityLimiter(1000)  # a plugin's",
         STRESS + "test_one_plugins_blocked_calls_do_not_starve_another_plugin",
         "one plugin's calls run at most NEXUS_PLUGIN_THREADS at once: they cannot take every worker thread",
     ),
@@ -2316,6 +2316,14 @@ MUTATIONS: list[Mutation] = [
         "        pass\n",
         "tests/core/test_heap.py::test_the_shared_server_hands_freed_memory_back_now_and_then",
         "the shared server hands the memory its calls freed back to the system every 30 s",
+    ),
+    m(
+        "plugin-place-awaited-on-every-call",
+        CORE + "host/build.py",
+        "            limiter.acquire_nowait()  # a free place",
+        "            raise anyio.WouldBlock  # a free place",
+        "tests/core/test_host.py::test_a_call_takes_a_free_place_of_its_plugin_without_a_turn_of_the_event_loop",
+        "a call takes a free place of its plugin's NEXUS_PLUGIN_THREADS at once, without a turn of the event loop",
     ),
     m(
         "git-status-fast-denial-ignores-symlinks",
