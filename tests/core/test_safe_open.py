@@ -113,6 +113,7 @@ def test_open_read_as_written_opens_what_open_read_opens_and_refuses_what_it_ref
     (root / "b" / "notes.txt").write_text("notes\n")
     (root / "vault").mkdir()
     (root / "vault" / "plan.txt").write_text("plan\n")
+    (root / "vault" / "alone.txt").write_text("one name only\n")
     (root / "via").symlink_to(root / "b")  # inside the roots: followed, as open_read follows it
     (root / "plan-link.txt").symlink_to(root / "vault" / "plan.txt")  # to a hidden file
     (root / "out").symlink_to(outside)
@@ -121,7 +122,7 @@ def test_open_read_as_written_opens_what_open_read_opens_and_refuses_what_it_ref
     for rel in ("a/f.txt", "b/notes.txt", "via/notes.txt"):
         with policy.open_read(rel) as expected, policy.open_read_as_written(root / rel) as opened:
             assert (opened.path, opened.read()) == (expected.path, expected.read())
-    for rel in ("vault/plan.txt", "plan-link.txt", "out/f.txt", "b/twin.txt", "b"):
+    for rel in ("vault/alone.txt", "vault/plan.txt", "plan-link.txt", "out/f.txt", "b/twin.txt", "b"):
         with pytest.raises((PermissionDenied, IsADirectoryError)) as refused:
             policy.open_read(root / rel)
         with pytest.raises(type(refused.value), match=re.escape(str(refused.value))):
