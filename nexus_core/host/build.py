@@ -153,9 +153,13 @@ class NexusServer(MCPServer[Any]):
     async def _call_native(self, plugin: str, name: str, arguments: dict[str, Any], context: Any) -> Any:
         if reason := self.host.unavailable(plugin):
             raise ToolError(reason)
+        limiter = self._limiter(plugin)  # a plugin's calls queue here, not in the threads all plugins share
         try:
-            async with self._limiter(plugin):  # a plugin's calls queue here, not in the threads all plugins share
-                return await MCPServer.call_tool(self, name, arguments, context)
+            limiter.acquire_nowait()  # a free place is taken at once: the awaited acquire costs a turn of the loop
+        except anyio.WouldBlock:
+            await limiter.acquire()
+        try:
+            return await MCPServer.call_tool(self, name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
                 schema = self.host.tools[name].sdk.parameters if self.host.tools[name].sdk else None
@@ -165,6 +169,8 @@ class NexusServer(MCPServer[Any]):
             if not str(exc).strip() or str(exc).rstrip().endswith(":"):  # a ToolError("") or one of an empty str()
                 raise ToolError(f"{name} failed: {crash_reason(exc.__cause__ or exc)}") from exc
             raise
+        finally:
+            limiter.release()
 
     def _limiter(self, plugin: str) -> anyio.CapacityLimiter:
         """The calls of one plugin that may run at once (``PLUGIN_THREADS``): fewer than anyio's default worker

@@ -6,9 +6,11 @@ import json
 import logging
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client, MCPError
 
+from nexus_core import hookimpl
 from nexus_core.errors import NexusError, PluginError
 from tests.core.fakes import (
     BrokenRegistration,
@@ -272,3 +274,29 @@ async def test_prompt_failures_say_why_unless_they_are_crashes(make_host, tmp_pa
             await client.get_prompt("crash", {})
         assert "secret" not in err.value.error.message
         assert "Explain 1+1" in (await client.get_prompt("explain", {"expression": "1+1"})).messages[0].content.text
+
+
+class AsyncPing:
+    @hookimpl
+    def nexus_register_tools(self, register) -> None:
+        async def ping() -> str:
+            return "pong"
+
+        register(ping, category="default", read_only=True)
+
+
+async def test_a_call_takes_a_free_place_of_its_plugin_without_a_turn_of_the_event_loop(make_host) -> None:
+    """Each call holds one of its plugin's NEXUS_PLUGIN_THREADS places; a free one is taken at once (waiting
+    for it, as ``async with limiter`` does, costs a turn of the event loop on every call)."""
+    host = make_host({"ping": AsyncPing()})
+    ran: list[str] = []
+
+    async def other() -> None:
+        ran.append("other task")
+
+    async with host.running(), anyio.create_task_group() as tg:
+        tg.start_soon(other)
+        result = await host.server.call_tool("ping", {})
+        assert ran == [] and "pong" in str(result)  # the call never let another task run
+        await anyio.sleep(0)
+        assert ran == ["other task"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,25 @@ def test_hard_links_to_secrets_are_refused_and_others_read(tree, tmp_path, monke
     with pytest.raises(PermissionDenied, match="secret list"):
         PathPolicy([root]).open_read(".env")
     assert PathPolicy([root], deny_secrets=False).open_read("a/twin").read() == b"TOKEN=1\n"
+
+
+def test_open_read_as_written_opens_what_open_read_opens_and_refuses_what_it_refuses(tree):
+    root, outside = tree
+    (root / "b").mkdir()
+    (root / "b" / "notes.txt").write_text("notes\n")
+    (root / "vault").mkdir()
+    (root / "vault" / "plan.txt").write_text("plan\n")
+    (root / "vault" / "alone.txt").write_text("one name only\n")
+    (root / "via").symlink_to(root / "b")  # inside the roots: followed, as open_read follows it
+    (root / "plan-link.txt").symlink_to(root / "vault" / "plan.txt")  # to a hidden file
+    (root / "out").symlink_to(outside)
+    os.link(root / "vault" / "plan.txt", root / "b" / "twin.txt")  # a hard link to the hidden file
+    policy = PathPolicy([root], ["vault/"])
+    for rel in ("a/f.txt", "b/notes.txt", "via/notes.txt"):
+        with policy.open_read(rel) as expected, policy.open_read_as_written(root / rel) as opened:
+            assert (opened.path, opened.read()) == (expected.path, expected.read())
+    for rel in ("vault/alone.txt", "vault/plan.txt", "plan-link.txt", "out/f.txt", "b/twin.txt", "b"):
+        with pytest.raises((PermissionDenied, IsADirectoryError)) as refused:
+            policy.open_read(root / rel)
+        with pytest.raises(type(refused.value), match=re.escape(str(refused.value))):
+            policy.open_read_as_written(root / rel)

@@ -23,6 +23,23 @@ async def test_git_status(files_client, repo):
         assert "debug.log" not in entries  # gitignored
 
 
+async def test_git_status_hides_what_a_symlink_in_the_repository_leads_to(files_client, repo):
+    """A listed path is checked as what it really is: through a symlinked folder or file, at any depth."""
+    (repo / "vault").mkdir()
+    (repo / "vault" / "plan.txt").write_text("the plan\n")
+    (repo / "src" / "plans").symlink_to(repo / "vault")  # a link below a plain folder, to a hidden folder
+    (repo / "src" / "pkg" / "alias.txt").symlink_to(repo / "src" / "orders.classified")  # to a hidden file
+    (repo / "src" / "orders.classified").write_text("orders\n")
+    (repo / "src" / "pkg" / "util.py").write_text("changed\n")  # beside the link: shown
+    git(repo, "rm", "-q", "--cached", "docs/guide.md")  # a path that is gone from the index: shown
+    async with files_client(deny_paths=["vault/", "*.classified"]) as client:
+        status = await call(client, "git_status")
+    shown = {e["path"] for e in status["entries"]}
+    assert {"src/pkg/util.py", "docs/guide.md"} <= shown
+    assert not shown & {"vault/", "src/plans", "src/pkg/alias.txt", "src/orders.classified"}
+    assert status["hidden"] >= 4
+
+
 async def test_git_log_filters(files_client, repo):
     async with files_client() as client:
         log = await call(client, "git_log")

@@ -241,3 +241,20 @@ async def test_searches_of_a_settled_folder_see_appends_and_wait_for_a_writer(gr
 
 def test_the_test_folder_counts_as_local(tmp_path: Path) -> None:
     assert on_local_fs(os.path.realpath(tmp_path))  # so the searches of these tests run on the event loop
+
+
+def test_the_lock_folders_are_made_once_and_again_when_removed(tmp_path: Path) -> None:
+    root = tmp_path / "graph"
+    with storage.locked(root, exclusive=False) as held:
+        assert held and root.is_dir()
+    lock = storage.lock_file(root)
+    run = lock.parent.parent
+    run.chmod(0o755)  # checked (and made 0700) the first time only: later reads do not touch the folders
+    with storage.locked(root, exclusive=False) as held:
+        assert held
+    assert run.stat().st_mode & 0o777 == 0o755
+    run.chmod(0o700)
+    lock.unlink()
+    lock.parent.rmdir()  # removed meanwhile (a cleaner of old files): made again, the lock still taken
+    with storage.locked(root, exclusive=True) as held:
+        assert held and lock.exists()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -467,6 +468,21 @@ def driver_overrides(config_list: bytes) -> list[Override]:
     return sorted(overrides)
 
 
+def _is_symlink(path: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False  # as Path.is_symlink
+
+
+def _is_plain_dir(path: str) -> bool:
+    """A folder that is not a symlink (``is_dir() and not is_symlink()``, in one ``lstat``)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _symlinks(folder: Path, *, deep: bool) -> list[Path]:
     """The symlinks in ``folder`` (and, when ``deep``, in its subfolders; symlinked folders are not entered).
 
@@ -589,24 +605,28 @@ class Git:
         return known
 
     def _check_locations(self, given: str, known: Known) -> None:
+        real: dict[Path, str] = {}  # the git directory is most often the common one: resolved once
         for what, path in (
             ("repository", known.top),
             ("git directory", known.git_dir),
             ("common git directory", known.common_dir),
         ):
-            if self.policy.root_of(Path(os.path.realpath(path))) is None:
+            if path not in real:
+                real[path] = os.path.realpath(path)
+            if self.policy.root_of(Path(real[path])) is None:
                 raise ToolError(f"refused: the {what} of '{given}' ({path}) is outside the allowed roots")
         self._check_git_dir(given, known.git_dir, known.common_dir)
 
     def _check_git_dir(self, given: str, git_dir: Path, common_dir: Path) -> None:
         """Objects, refs and config must not come from outside the roots (symlinks, alternates)."""
         links: list[Path] = []
-        for folder in {git_dir, common_dir}:
-            links += [folder / name for name in GIT_DIR_ENTRIES if (folder / name).is_symlink()]
-            for shallow in (folder / "objects", folder / "objects" / "pack", folder / "objects" / "info"):
-                if shallow.is_dir() and not shallow.is_symlink():
-                    links += _symlinks(shallow, deep=False)
-            links += _symlinks(folder / "refs", deep=True)
+        for folder in {git_dir, common_dir}:  # on strings: pathlib would cost more than these lstat calls
+            base = str(folder)
+            links += [Path(base, name) for name in GIT_DIR_ENTRIES if _is_symlink(f"{base}/{name}")]
+            for shallow in (f"{base}/objects", f"{base}/objects/pack", f"{base}/objects/info"):
+                if _is_plain_dir(shallow):
+                    links += _symlinks(Path(shallow), deep=False)
+            links += _symlinks(Path(base, "refs"), deep=True)
         for link in links:
             if self.policy.root_of(Path(os.path.realpath(link))) is None:
                 raise ToolError(f"refused: {link} of '{given}' leads outside the allowed roots")
@@ -693,12 +713,49 @@ class Git:
 
     async def patch(self, top: Path, overrides: Sequence[Override], args: list[str]) -> FilteredPatch:
         """A diff with every file section that touches a deny-listed path withheld."""
-        return filter_patch(await self.run_bytes(top, overrides, args), lambda rel: self.denial(top, rel))
+        return filter_patch(await self.run_bytes(top, overrides, args), Denials(self, top))
 
     async def numstat(self, top: Path, overrides: Sequence[Override], args: list[str]) -> list[FileStat]:
         """``--numstat -z`` rows (``args`` include those options) without deny-listed paths."""
         out = await self.run_bytes(top, overrides, args)
-        return [s for s, paths in _numstat_z(out) if not any(self.denial(top, p) for p in paths)]
+        denial = Denials(self, top)
+        return [s for s, paths in _numstat_z(out) if not any(denial(p) for p in paths)]
+
+
+class Denials:
+    """``Git.denial`` for the many paths of one status: the same answers, with fewer system calls.
+
+    A path's real path is its lexical one when the top folder is real and no folder on the way below it, nor
+    the path itself, is a symlink: then only those are ``lstat``-ed (each once per call: a status lists many
+    files of few folders), not every folder from ``/``. Any symlink there sends the path to ``Git.denial``.
+    """
+
+    def __init__(self, git: Git, top: Path) -> None:
+        self.git, self.top = git, top
+        self.prefix = str(top).rstrip("/") + "/"
+        self.top_real = os.path.realpath(top) == str(top)
+        self.links: dict[str, bool] = {}  # path -> whether it is a symlink, as realpath would see it
+
+    def __call__(self, rel: str) -> str | None:
+        lexical = os.path.normpath(self.prefix + rel)
+        if not (self.top_real and lexical.startswith(self.prefix)) or self._any_link(lexical):
+            return self.git.denial(self.top, rel)
+        path = Path(lexical)
+        if self.git.policy.root_of(path) is None:
+            return "is outside the allowed roots"
+        return self.git.policy.denied(path)  # the real path is this one: denial() would check it twice
+
+    def _any_link(self, lexical: str) -> bool:
+        end = len(self.prefix) - 1
+        while end >= 0:
+            end = lexical.find("/", end + 1)
+            step = lexical if end < 0 else lexical[:end]
+            link = self.links.get(step)
+            if link is None:
+                link = self.links[step] = _is_symlink(step)
+            if link:
+                return True
+        return False
 
 
 def shown(policy: PathPolicy, top: Path) -> str:
@@ -721,9 +778,8 @@ async def git_status(ctx: PluginContext, repo: RepoArg = ".") -> GitStatus:
         StatusEntry(path=e.path, index=e.index, worktree=e.worktree, original_path=e.original_path)
         for e in answer.entries
     ]
-    shown_entries = [
-        e for e in entries if not any(git.denial(top, p) for p in (e.path, e.original_path) if p is not None)
-    ]
+    denial = Denials(git, top)
+    shown_entries = [e for e in entries if not any(denial(p) for p in (e.path, e.original_path) if p is not None)]
     return GitStatus(
         repo=shown(ctx.paths, top), branch=answer.branch, upstream=answer.upstream, ahead=answer.ahead,
         behind=answer.behind, entries=shown_entries, clean=not entries, hidden=len(entries) - len(shown_entries),

@@ -441,7 +441,7 @@ def confirm(files: list[FileHits], base: Path, policy: PathPolicy, max_file_size
     kept = []
     for f in files:
         try:
-            with policy.open_read(base / f.rel) as opened:
+            with policy.open_read_as_written(f"{base}/{f.rel}") as opened:  # rg's paths are most often real
                 if opened.stat.st_size > max_file_size:
                     continue
                 data = opened.read(max_file_size + 1)

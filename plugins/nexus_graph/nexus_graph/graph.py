@@ -167,7 +167,7 @@ class GraphStore:
         for _, path in listing:
             state = self._files.get(path)
             try:
-                st = path.stat()
+                st = os.stat(path)  # not path.stat(): pathlib's wrapper costs as much as the system call
             except OSError:
                 return False
             if state is None or (st.st_ino, st.st_size, st.st_mtime_ns) != (state.ino, state.size, state.mtime_ns):

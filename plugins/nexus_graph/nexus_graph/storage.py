@@ -58,6 +58,38 @@ def lock_file(root: Path) -> Path:
     return lock_path(root.resolve() / LOCK_FILE)
 
 
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+# (home, the real path the lock stands for) -> its lock file, once its folders were checked and made.
+_opened_before: dict[tuple[str, str], Path] = {}
+
+
+def _open_lock(root: Path) -> int:
+    """A descriptor of the graph folder's lock file, made (with the graph folder) when missing.
+
+    The lock file's folders are checked and made the first time only: on every read they cost a search_knowledge
+    call ~10 system calls (two realpaths, five mkdirs). The real path is still taken each time, so a folder
+    moved behind a symlink gets its own lock as in any other process; a lock folder removed meanwhile fails the
+    open, and everything is then checked and made again.
+    """
+    key = (os.environ.get("HOME", ""), os.path.realpath(root / LOCK_FILE))
+    known = _opened_before.get(key)
+    if known is not None:
+        if not os.path.exists(root):
+            private_folder(root)
+        with contextlib.suppress(OSError):
+            return os.open(known, _LOCK_FLAGS, 0o600)
+        del _opened_before[key]
+    private_folder(root)
+    # In the user's private lock folder, not beside the graph: a lock file others can open, they can flock.
+    path = lock_path(key[1])
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(path, _LOCK_FLAGS, 0o600)
+    if len(_opened_before) >= 64:
+        _opened_before.clear()
+    _opened_before[key] = path
+    return fd
+
+
 @contextlib.contextmanager
 def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
     """Hold the graph folder's lock: exclusive for writers, shared for readers.
@@ -66,11 +98,7 @@ def locked(root: Path, *, exclusive: bool, wait: bool = True) -> Iterator[bool]:
     """
     fd: int | None = None
     try:
-        private_folder(root)
-        # In the user's private lock folder, not beside the graph: a lock file others can open, they can flock.
-        path = lock_file(root)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = _open_lock(root)
     except OSError as exc:
         if exclusive:
             raise GraphError(f"cannot lock the graph folder {root} for writing: {exc.strerror}") from None
