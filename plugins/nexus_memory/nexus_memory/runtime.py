@@ -22,6 +22,7 @@ from typing import TypeVar
 import anyio.to_thread
 
 from nexus_core import PluginContext, ToolError, release_freed
+from nexus_memory import preload
 from nexus_memory.config import MemoryConfig
 from nexus_memory.embed import Embedder, EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
@@ -97,6 +98,7 @@ class Runtime:
     def _warm(self) -> None:
         started = time.perf_counter()
         try:
+            preload.wait()  # the models the process began loading as it started (then numpy is imported)
             # numpy first, alone: two threads importing it at once can see it half-initialised (ImportError).
             import numpy.typing  # noqa: F401
 
@@ -157,6 +159,7 @@ class Runtime:
     def close(self) -> None:
         # The warm-up first (never leave it loading into an interpreter that exits), then the service's threads.
         self.workers.stop()
+        preload.wait()
         self.workers = Workers()  # a call after the close builds a service again, with threads of its own
         if self._service is not None:
             self._service.store.close()
