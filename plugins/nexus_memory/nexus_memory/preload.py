@@ -30,7 +30,8 @@ def start(table: Mapping[str, Any]) -> None:
     name = table.get("embedder") or os.environ.get("EXOCORTEX_EMBEDDING_MODEL", "").strip() or USE_PAIR
     if not isinstance(name, str):
         return
-    thread = threading.Thread(target=_load, args=(name,), name=PRELOAD, daemon=True)
+    # Not a daemon: an interpreter that exits waits for it rather than unload onnxruntime under a session being built.
+    thread = threading.Thread(target=_load, args=(name,), name=PRELOAD)
     _started.append(thread)
     thread.start()
 
