@@ -427,15 +427,21 @@ def _rss_mb() -> float | None:
     return None
 
 
-def serve(key: str, config: NexusConfig) -> int:
-    """Build the host from ``config`` and serve as the shared server of ``key`` until stopped or idle (the process
-    holds the lifetime lock: ``shared_main``); the exit status."""
+def build(config: NexusConfig) -> Host:
+    """The shared server's host, built from ``config`` (``NexusError``: a required plugin failed)."""
     process_session().cwd = None  # the server's own folder is no client's project
+    host = build_for_serving(config)
+    report(host)
+    return host
+
+
+def serve(key: str, host: Host) -> int:
+    """Serve ``host`` as the shared server of ``key`` until stopped or idle (the process holds the lifetime lock:
+    ``shared_main``); the exit status."""
+    config = host.config
+    http = config.server.http
+    bind = (http.host, http.port) if http.enabled else None
     try:
-        host = build_for_serving(config)
-        report(host)
-        http = config.server.http
-        bind = (http.host, http.port) if http.enabled else None
         anyio.run(lambda: SharedServer(host, key, idle_timeout=config.server.idle_timeout).serve(http=bind))
     except NexusError as exc:
         print(f"nexus: {exc}", file=sys.stderr)

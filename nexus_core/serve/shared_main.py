@@ -2,7 +2,8 @@
 
 It takes the server's lifetime lock, reads the config and starts the plugins' early loading (``host.preload``)
 before it imports the SDK and builds the host (``shared``): on a cold start the first call waits for both, and
-the early loading mostly runs outside the GIL, on the core the imports leave idle.
+the early loading mostly runs outside the GIL, on the core the imports leave idle. The cyclic garbage collector
+stays off meanwhile (``host.gc_hold``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from nexus_core.config.effective import load, with_libraries
 from nexus_core.errors import NexusError
 from nexus_core.host import heap, preload
+from nexus_core.host.gc_hold import hold_gc
 from nexus_core.serve import rendezvous
 from nexus_core.serve.options import SHARED_SERVER_FLAGS, VERBOSE, ServeOptions, parser
 
@@ -32,16 +34,20 @@ def run(key: str, options: ServeOptions) -> int:
         print(f"nexus: the shared server {key} is already running", file=sys.stderr)
         return 0
     heap.limit_arenas()  # before any thread starts: a long-lived server of many threads
+    release = hold_gc()  # until the host is built (the plugins' start-up work holds it longer)
     overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
     try:
         config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
+        preload.start(config)
+        from nexus_core.serve import shared  # here: the SDK loads beside the plugins' early loading
+
+        host = shared.build(config)
     except NexusError as exc:
         print(f"nexus: {exc}", file=sys.stderr)
         return 2
-    preload.start(config)
-    from nexus_core.serve import shared  # here: the SDK loads beside the plugins' early loading
-
-    return shared.serve(key, config)
+    finally:
+        release()
+    return shared.serve(key, host)
 
 
 if __name__ == "__main__":

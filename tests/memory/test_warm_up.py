@@ -115,6 +115,7 @@ def test_the_shared_server_starts_the_preload_before_it_imports_the_sdk(tmp_path
         "real, seen = preload.start, []\n"
         "preload.start = lambda config: seen.append('mcp' in sys.modules) or real(config)\n"
         "stop = types.ModuleType('nexus_core.serve.shared')\n"
+        "stop.build = lambda config: config\n"
         "stop.serve = lambda key, config: print(seen, config.table('memory').plugin_keys) or 0\n"
         "sys.modules['nexus_core.serve.shared'] = stop\n"
         "sys.exit(shared_main.main(['--key', 'preload-test', '--set', 'plugins.memory.warm_up=false']))\n"
@@ -122,3 +123,25 @@ def test_the_shared_server_starts_the_preload_before_it_imports_the_sdk(tmp_path
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True)
     assert out.stdout.strip() == "[False] {'warm_up': False}", out.stderr
+
+
+async def test_the_cyclic_collector_stays_off_until_the_warm_up_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up holds the garbage collector off (``nexus_core.hold_gc``): it would walk again and again what the
+    imports and the models build, all of it as long-lived as the process."""
+    import gc
+
+    import anyio
+    from mcp import Client
+
+    from nexus_memory import runtime as module
+    from tests.memory.conftest import memory_host_at
+
+    seen: list[bool] = []
+    monkeypatch.setattr(module, "release_freed", lambda: seen.append(gc.isenabled()) or True)  # its last step
+    async with Client(memory_host_at(tmp_path, warm_up=True).server) as client:
+        while (await client.call_tool("ping", {})).structured_content["store"] == "warming up":
+            await anyio.sleep(0.05)
+    assert seen == [False]
+    assert gc.isenabled()

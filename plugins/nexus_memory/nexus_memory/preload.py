@@ -3,7 +3,8 @@
 A cold start's first ``store_memory`` waits for the SDK's import and the host's build (~1.2 s, all of it holding
 the GIL), then for Chroma and both models. Most of loading the models releases the GIL (onnxruntime building
 MiniLM's session, hashing the model files, USE's arrays), so they load here, beside the SDK's import, on the core
-it leaves idle; the warm-up (``runtime``) then finds them loaded. The models are process-wide (``embed``): any host
+it leaves idle; the warm-up (``runtime``) then finds them loaded. The cyclic garbage collector stays off meanwhile
+(``nexus_core.hold_gc``). The models are process-wide (``embed``): any host
 in the process shares them. Only the embedder the config names is loaded, and nothing when ``warm_up`` is off.
 This module imports neither the SDK nor the plugin's tools.
 """
@@ -13,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from nexus_core import hold_gc
 from nexus_memory.embed.base import USE_PAIR
 from nexus_memory.threads import PRELOAD
 
@@ -31,7 +33,7 @@ def start(table: Mapping[str, Any]) -> None:
     if not isinstance(name, str):
         return
     # Not a daemon: an interpreter that exits waits for it rather than unload onnxruntime under a session being built.
-    thread = threading.Thread(target=_load, args=(name,), name=PRELOAD)
+    thread = threading.Thread(target=_load, args=(name, hold_gc()), name=PRELOAD)
     _started.append(thread)
     thread.start()
 
@@ -43,10 +45,13 @@ def wait() -> None:
         thread.join()
 
 
-def _load(name: str) -> None:
-    import numpy.typing  # noqa: F401  # first, alone in this thread (see ``wait``)
+def _load(name: str, release_gc: Callable[[], None]) -> None:
+    try:
+        import numpy.typing  # noqa: F401  # first, alone in this thread (see ``wait``)
 
-    from nexus_memory.embed import configured
+        from nexus_memory.embed import configured
 
-    with contextlib.suppress(Exception):  # the warm-up loads them again and reports what fails
-        configured(name, warn=False).embed(["warm-up"])
+        with contextlib.suppress(Exception):  # the warm-up loads them again and reports what fails
+            configured(name, warn=False).embed(["warm-up"])
+    finally:
+        release_gc()
