@@ -12,9 +12,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from nexus_core.config.effective import load, with_libraries
 from nexus_core.errors import NexusError
-from nexus_core.host import heap, preload
+from nexus_core.host import heap
 from nexus_core.host.gc_hold import hold_gc
 from nexus_core.serve import rendezvous
 from nexus_core.serve.options import SHARED_SERVER_FLAGS, VERBOSE, ServeOptions, parser
@@ -36,6 +35,10 @@ def run(key: str, options: ServeOptions) -> int:
     heap.limit_arenas()  # before any thread starts: a long-lived server of many threads
     release = hold_gc()  # until the host is built (the plugins' start-up work holds it longer)
     overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
+    # Here, the collector held off: the config's models are the first of what starting builds.
+    from nexus_core.config.effective import load, with_libraries
+    from nexus_core.host import preload
+
     try:
         config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
         preload.start(config)
