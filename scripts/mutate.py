@@ -2262,8 +2262,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "gc-not-frozen",
         CORE + "host/gc_hold.py",
-        "    gc.freeze()\n",
-        "",
+        "    gc.freeze()\n    gc.enable()\n",
+        "    gc.enable()\n",
         "tests/core/test_gc_hold.py::test_the_collector_is_off_until_the_last_hold_is_let_go_then_what_was_built_is_frozen",
         "what a server built while starting is frozen out of the cyclic garbage collector",
     ),
@@ -2274,6 +2274,14 @@ MUTATIONS: list[Mutation] = [
         "        release_gc = lambda: None  # noqa: E731\n",
         "tests/memory/test_warm_up.py::test_the_cyclic_collector_stays_off_until_the_warm_up_ends",
         "the memory plugin's warm-up holds the cyclic garbage collector off",
+    ),
+    m(
+        "gc-startup-garbage-kept",
+        CORE + "host/gc_hold.py",
+        "    gc.collect()\n",
+        "",
+        "tests/core/test_gc_hold.py::test_the_garbage_starting_left_is_collected_later",
+        "the garbage a server's start left is collected once, after it",
     ),
     m(
         "no-preload",

@@ -54,3 +54,25 @@ def test_holds_still_kept_after_the_limit_are_let_go(monkeypatch: pytest.MonkeyP
     later()
     assert gc.isenabled()
     gc.unfreeze()
+
+
+def test_the_garbage_starting_left_is_collected_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frozen with the rest when the collector resumes, then collected once, ``TIDY_AFTER`` seconds later."""
+    import weakref
+
+    class Cycle:
+        pass
+
+    monkeypatch.setattr(gc_hold, "TIDY_AFTER", 0.05)
+    release = hold_gc()
+    garbage = Cycle()
+    garbage.me = garbage  # type: ignore[attr-defined]
+    gone = weakref.ref(garbage)
+    del garbage
+    release()
+    assert gone() is not None  # frozen: the collector's next rounds do not see it
+    deadline = time.monotonic() + 5
+    while gone() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gone() is None
+    gc.unfreeze()
