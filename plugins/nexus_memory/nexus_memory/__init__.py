@@ -1,10 +1,12 @@
 """nexus-memory: remember what a developer learned, recall it by meaning, across projects.
 
 Memories and their links live in Chroma (embedded in the data dir, or a
-``chroma run`` server). Chroma, onnxruntime and the models load in worker
-threads as soon as the server has registered this plugin's tools
-(``warm_up``), while it builds the rest and starts listening, so the handshake
-never waits for them and the first call waits as little as it can.
+``chroma run`` server). The shared server's process loads the models as it
+starts, beside the SDK's import (``preload``), and Chroma loads in a worker
+thread as soon as the server has registered this plugin's tools (``warm_up``),
+while it builds the rest and starts listening, so the handshake never waits for
+them and the first call waits as little as it can. Importing this module
+imports no SDK: the early loading imports it too.
 """
 
 from __future__ import annotations
