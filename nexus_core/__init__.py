@@ -37,6 +37,7 @@ _EXPORTS = {
     "locked": "nexus_core.fs.locks",
     "make_undumpable": "nexus_core.host.hardening",
     "release_freed": "nexus_core.host.heap",
+    "hold_gc": "nexus_core.host.gc_hold",
     "lock_path": "nexus_core.fs.locks",
     "flock_within": "nexus_core.fs.locks",
     "Category": "nexus_core.access.grants",
@@ -82,6 +83,7 @@ __all__ = [
     "ToolRegistrar",
     "atomic_write",
     "flock_within",
+    "hold_gc",
     "hookimpl",
     "load_config",
     "lock_path",
@@ -125,6 +127,7 @@ if TYPE_CHECKING:
     from nexus_core.fs.paths import PathPolicy
     from nexus_core.fs.safe_open import OpenedFile, Raced
     from nexus_core.hookspecs import hookimpl
+    from nexus_core.host.gc_hold import hold_gc
     from nexus_core.host.hardening import make_undumpable
     from nexus_core.host.heap import release_freed
     from nexus_core.host.live_items import LivePrompt, LiveResource, LiveTool

@@ -6,7 +6,6 @@ host here, so the host itself knows nothing of the console, and the console noth
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from nexus_core.config.model import NexusConfig
 from nexus_core.console.apps import install as install_console_views
 from nexus_core.host.build import Host
 from nexus_core.host.discovery import NexusPluginManager, PluginRecord, discover, get_plugin_manager
+from nexus_core.host.gc_hold import hold_gc
 from nexus_core.serve.stdio import stdout_to_stderr
 
 log = logging.getLogger("nexus")
@@ -67,17 +67,17 @@ def build_for_serving(config: NexusConfig) -> Host:
 
 @contextmanager
 def long_lived_startup() -> Iterator[None]:
-    """Build without cyclic garbage collection, then exempt what was built from it.
+    """Build without cyclic garbage collection, then exempt what was built from it (``host.gc_hold``: once the
+    plugins' start-up work has ended too).
 
     Building tool schemas allocates ~100k objects that live as long as the server;
     each full collection over them costs ~100 ms of start-up, and finds nothing.
     """
-    gc.disable()
+    release = hold_gc()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.enable()
+        release()
 
 
 def report(host: Host) -> None:

@@ -49,10 +49,10 @@ def server() -> None:
 )
 @click.argument("arguments", nargs=-1, type=click.UNPROCESSED)
 def server_run(arguments: tuple[str, ...]) -> None:
-    """Run the shared server in the foreground: ``python -m nexus_core.serve.shared``, by its old name."""
-    from nexus_core.serve import shared
+    """Run the shared server in the foreground: ``python -m nexus_core.serve.shared_main``, by its old name."""
+    from nexus_core.serve import shared_main
 
-    sys.exit(shared.main(list(arguments)))
+    sys.exit(shared_main.main(list(arguments)))
 
 
 @server.command("start")

@@ -347,7 +347,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[bytes]:
-    """Start the shared server (``python -m nexus_core.serve.shared``) detached from this client: its own
+    """Start the shared server (``python -m nexus_core.serve.shared_main``) detached from this client: its own
     session, output to its log."""
     import subprocess  # here: a relay that finds its server running starts nothing
 
@@ -357,7 +357,7 @@ def spawn_server(key: str, shape: list[str], log: Path) -> subprocess.Popen[byte
     os.fchmod(fd, FILE)  # a log an older version made 0644: what plugins log may be private
     with os.fdopen(fd, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "nexus_core.serve.shared", "--key", key, *shape],
+            [sys.executable, "-m", "nexus_core.serve.shared_main", "--key", key, *shape],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,

@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from nexus_core import __version__
 from nexus_core.access import peers
 from nexus_core.access.sessions import Session, bound, process_session, start_sessions_like
 from nexus_core.assembly import build_for_serving, report
-from nexus_core.config.effective import load, with_libraries
+from nexus_core.config.model import NexusConfig
 from nexus_core.config.narrowing import read_narrowing
 from nexus_core.console import last_used as console_last_used
 from nexus_core.errors import NexusError
@@ -51,7 +51,6 @@ from nexus_core.host import catalog, heap, sdk
 from nexus_core.host.build import Host
 from nexus_core.serve import rendezvous
 from nexus_core.serve.client_pipes import ClientPipes
-from nexus_core.serve.options import SHARED_SERVER_FLAGS, VERBOSE, ServeOptions, parser
 
 log = logging.getLogger("nexus")
 
@@ -435,28 +434,21 @@ def _rss_mb() -> float | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m nexus_core.serve.shared --key KEY [--config ...]``: what a relay starts, detached."""
-    p = parser((*SHARED_SERVER_FLAGS, VERBOSE), prog="nexus server run")
-    p.add_argument("--key", required=True)
-    args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    return run(args.key, ServeOptions.of(vars(args)))
-
-
-def run(key: str, options: ServeOptions) -> int:
-    """Serve as the shared server of ``key`` in the foreground until it is stopped or idle; the exit status."""
-    if rendezvous.hold_lifetime_lock(key) is None:
-        print(f"nexus: the shared server {key} is already running", file=sys.stderr)
-        return 0
-    heap.limit_arenas()  # before any thread starts: a long-lived server of many threads
-    overrides = options.overrides + ((f"server.name={json.dumps(options.name)}",) if options.name else ())
+def build(config: NexusConfig) -> Host:
+    """The shared server's host, built from ``config`` (``NexusError``: a required plugin failed)."""
     process_session().cwd = None  # the server's own folder is no client's project
+    host = build_for_serving(config)
+    report(host)
+    return host
+
+
+def serve(key: str, host: Host) -> int:
+    """Serve ``host`` as the shared server of ``key`` until stopped or idle (the process holds the lifetime lock:
+    ``shared_main``); the exit status."""
+    config = host.config
+    http = config.server.http
+    bind = (http.host, http.port) if http.enabled else None
     try:
-        config = with_libraries(load(options.config, overrides, options.verbose), options.libraries)
-        host = build_for_serving(config)
-        report(host)
-        http = config.server.http
-        bind = (http.host, http.port) if http.enabled else None
         anyio.run(lambda: SharedServer(host, key, idle_timeout=config.server.idle_timeout).serve(http=bind))
     except NexusError as exc:
         print(f"nexus: {exc}", file=sys.stderr)
@@ -464,7 +456,7 @@ def run(key: str, options: ServeOptions) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    from nexus_core.serve.shared import main as imported_main  # by its name: one copy of this module's state
+if __name__ == "__main__":  # the entry point's old name, which a relay started before an upgrade still runs
+    import runpy
 
-    sys.exit(imported_main())
+    runpy.run_module("nexus_core.serve.shared_main", run_name="__main__", alter_sys=True)

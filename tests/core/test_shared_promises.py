@@ -100,7 +100,7 @@ def _stop_servers_of(home: Path, timeout: float = 15) -> None:
             cmdline = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        serves = b"\0nexus_core.serve.shared\0" in cmdline or b"\0server\0run\0" in cmdline  # a relay's; ours
+        serves = b"\0nexus_core.serve.shared_main\0" in cmdline or b"\0server\0run\0" in cmdline  # a relay's; ours
         if f"HOME={home}".encode() in environ and serves:
             pids.append(int(proc.name))
     for pid in pids:

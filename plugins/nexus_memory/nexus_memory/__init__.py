@@ -1,30 +1,35 @@
 """nexus-memory: remember what a developer learned, recall it by meaning, across projects.
 
 Memories and their links live in Chroma (embedded in the data dir, or a
-``chroma run`` server). Chroma, onnxruntime and the models load in worker
-threads as soon as the server has registered this plugin's tools
-(``warm_up``), while it builds the rest and starts listening, so the handshake
-never waits for them and the first call waits as little as it can.
+``chroma run`` server). The shared server's process loads the models as it
+starts, beside the SDK's import (``preload``), and Chroma loads in a worker
+thread as soon as the server has registered this plugin's tools (``warm_up``),
+while it builds the rest and starts listening, so the handshake never waits for
+them and the first call waits as little as it can. Importing this module
+imports no SDK: the early loading imports it too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anyio.to_thread
-from pydantic import BaseModel
+from nexus_core import Category, hookimpl
 
-from nexus_core import Category, PluginContext, hookimpl
-from nexus_memory.config import MemoryConfig
-from nexus_memory.runtime import Runtime
-from nexus_memory.service import MemoryService
-from nexus_memory.tools import register_prompts, register_resources, register_tools
+if TYPE_CHECKING:  # the plugin's module is imported by its early loading too (``preload``): no SDK here
+    from pydantic import BaseModel
+
+    from nexus_core import PluginContext
+    from nexus_memory.runtime import Runtime
+    from nexus_memory.service import MemoryService
 
 _RUNTIME = "runtime"  # its key in ctx.state: one per plugin context, so several hosts in one process stay apart
 
 
-def runtime(ctx: PluginContext) -> Runtime:
+def runtime_of(ctx: PluginContext) -> Runtime:
     """The plugin's state in the host that gave ``ctx``: its service, the warm-up, how calls run."""
+    from nexus_memory.runtime import Runtime
+
     held = ctx.state.get(_RUNTIME)
     if held is None:
         held = ctx.state[_RUNTIME] = Runtime(ctx)
@@ -34,7 +39,7 @@ def runtime(ctx: PluginContext) -> Runtime:
 def service_of(ctx: PluginContext) -> MemoryService:
     """The memory operations of the plugin in the host that gave ``ctx`` (its store: ``.store``), opened on first
     use. The way in for tests and benchmarks: ``service_of(host.plugins["memory"].ctx)``."""
-    return runtime(ctx).service()
+    return runtime_of(ctx).service()
 
 
 @hookimpl
@@ -52,38 +57,48 @@ def nexus_permission_categories() -> list[Category]:
 
 @hookimpl
 def nexus_config_model() -> type[BaseModel]:
+    from nexus_memory.config import MemoryConfig
+
     return MemoryConfig
 
 
 @hookimpl
 def nexus_register_tools(register, ctx: PluginContext) -> None:
-    register_tools(register, runtime(ctx))
+    from nexus_memory.tools import register_tools
+
+    register_tools(register, runtime_of(ctx))
 
 
 @hookimpl
 def nexus_register_resources(register, ctx: PluginContext) -> None:
-    register_resources(register, runtime(ctx))
+    from nexus_memory.tools import register_resources
+
+    register_resources(register, runtime_of(ctx))
 
 
 @hookimpl
 def nexus_register_prompts(register) -> None:
+    from nexus_memory.tools import register_prompts
+
     register_prompts(register)
 
 
 @hookimpl
 def nexus_prepare(ctx: PluginContext) -> None:
     if ctx.config.warm_up:  # while the server builds the other plugins and starts listening
-        runtime(ctx).start_warm_up()
+        runtime_of(ctx).start_warm_up()
 
 
 @hookimpl
 def nexus_startup(ctx: PluginContext) -> None:
     if ctx.config.warm_up:  # a host that was not prepared (built in process, then served)
-        runtime(ctx).start_warm_up()
+        runtime_of(ctx).start_warm_up()
 
 
 @hookimpl
 async def nexus_shutdown(ctx: PluginContext) -> None:
+    import anyio.to_thread
+
     rt = ctx.state.pop(_RUNTIME, None)
     if rt is not None:
         await anyio.to_thread.run_sync(rt.close)

