@@ -1937,6 +1937,14 @@ MUTATIONS: list[Mutation] = [
         "a call to a mount that is down with its retry due within connect_timeout waits for the reconnect",
     ),
     m(
+        "minilm-batches-in-given-order",
+        "plugins/nexus_memory/nexus_memory/embed/base.py",
+        "order = sorted(range(len(texts)), key=lambda i: len(texts[i]))",
+        "order = list(range(len(texts)))",
+        "tests/memory/test_embedders.py::test_minilm_batches_texts_of_like_length_and_keeps_their_order",
+        "MiniLM embeds texts in batches of like length (less padding computed), each vector in its text's place",
+    ),
+    m(
         "stress-too-large-without-its-id",
         CORE + "serve/client_pipes.py",
         "self._skipped_id = leading_id(bytes(self._buffer[:4096]))",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -146,3 +147,23 @@ def test_a_long_batch_leaves_no_activations_resident() -> None:
     embedder.embed(["word " * 300] * 32)
     release_freed()
     assert resident_mb() - before < 100
+
+
+def test_minilm_batches_texts_of_like_length_and_keeps_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is padded to its longest text: short and long texts mixed would each cost a long one."""
+    embedder = MiniLMEmbedder()
+    embedder.embed(["warm-up"])
+    session, cells = MiniLMEmbedder._session, []
+
+    class Counting:
+        def run(self, outputs: Any, feeds: dict[str, Any]) -> Any:
+            cells.append(feeds["input_ids"].size)  # token positions computed, padding included
+            return session.run(outputs, feeds)
+
+    monkeypatch.setattr(MiniLMEmbedder, "_session", Counting())
+    texts = [f"error {i}" if i % 2 else f"a long description of failure number {i} " * 12 for i in range(64)]
+    mixed = embedder.embed(texts)
+    assert sum(cells) < 0.65 * 64 * max(len(e) for e in embedder._tokenizer.encode_batch(texts[:2]))
+    assert mixed == list(reversed(embedder.embed(list(reversed(texts)))))  # each vector where its text was
+    alone = embedder.embed([texts[1]])[0]  # and the same vector as the text embedded by itself
+    assert max(abs(a - b) for a, b in zip(mixed[1], alone, strict=True)) < 1e-6

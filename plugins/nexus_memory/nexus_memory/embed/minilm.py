@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nexus_memory.embed import checksums
-from nexus_memory.embed.base import BATCH, log
+from nexus_memory.embed.base import like_lengths, log
 
 MAX_TOKENS = 256
 
@@ -61,9 +61,9 @@ class MiniLMEmbedder:
 
         if self._session is None:
             self._load()
-        out: list[list[float]] = []
-        for start in range(0, len(texts), BATCH):
-            encodings = self._tokenizer.encode_batch(list(texts[start : start + BATCH]))
+        out: list[list[float]] = [[] for _ in texts]
+        for batch in like_lengths(texts):
+            encodings = self._tokenizer.encode_batch([texts[i] for i in batch])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
@@ -71,7 +71,8 @@ class MiniLMEmbedder:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out.extend(pooled.astype(np.float32).tolist())
+            for i, row in zip(batch, pooled.astype(np.float32).tolist(), strict=True):
+                out[i] = row
         return out
 
 
