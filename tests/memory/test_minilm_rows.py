@@ -70,3 +70,16 @@ def test_a_changed_cached_model_is_refused_naming_the_remedy(tmp_path: Path, mon
 def test_a_model_that_does_not_dequantize_its_table_so_is_not_rewritten() -> None:
     with pytest.raises(EmbedderError, match="does not dequantize its word embeddings"):
         minilm_rows.rewrite(b"\x3a\x00")  # a ModelProto with an empty graph
+
+
+def test_minilm_loads_the_rewritten_model_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))
+    fresh = type("FreshMiniLM", (minilm.MiniLMEmbedder,), {"_lock": threading.Lock(), "_session": None})
+    (vector,) = fresh().embed(["Postgres refused the connection"])
+    assert sorted(p.name for p in (tmp_path / "cache" / "models").glob("minilm-*/*")) == [
+        "model.onnx",
+        "model.onnx.sha256",
+    ]
+    assert vector == minilm.MiniLMEmbedder().embed(["Postgres refused the connection"])[0]
