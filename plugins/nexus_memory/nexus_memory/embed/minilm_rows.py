@@ -4,7 +4,7 @@ The int8 model dequantizes its word embeddings whole (``Cast`` and ``Mul`` by a 
 picks the rows of a text's tokens. onnxruntime's constant folding computes that float32 table once, at load, and
 keeps it: 47 MB resident for 30,522 rows of which a text reads a few dozen. Here the same nodes run the other way
 round: ``Gather`` the int8 rows and their scales, then ``Cast`` and ``Mul`` those rows only. The products are the
-same float32 products, so the vectors are the same, bit for bit (``tests/memory/test_embedders.py``); the weights
+same float32 products, so the vectors are the same, bit for bit (``tests/memory/test_minilm_rows.py``); the weights
 of the layers are folded as before (dequantizing them at every call made a call 10x slower).
 
 The model file is rewritten once, by editing the protobuf's nodes (no onnx package needed), into the model cache

@@ -65,7 +65,8 @@ def load(threads: int) -> Any:
 
 
 def _folder() -> Path:
-    """Named after the files it is built from and this module's code: a change to either builds it again."""
+    """Named after the files it is built from and the code that builds it (``CODE``): a change to either builds it
+    again."""
     code = hashlib.sha256(b"".join(Path(__file__).with_name(n).read_bytes() for n in CODE)).hexdigest()[:12]
     weights, sp = (checksums.USE.files[name][:12] for name in ("resources/weights.npz", "resources/sp.model"))
     return cache_folder() / f"use-{weights}-{sp}-{code}"
