@@ -90,7 +90,9 @@ async def test_long_calls_report_progress_through_the_relay_in_both_eras(tmp_pat
         grep = await with_progress(client, "grep", {"pattern": "needle", "max_results": 5000})
         assert grep and all("files searched" in m for _, _, m in grep), grep
         glob = await with_progress(client, "glob", {"pattern": "*.py"})
-        assert glob and any(t == 6_000 for _, t, _ in glob), glob  # listing, then matching: twice the files
+        # Listing (no total yet), then matching, out of twice the files; matching is short, so under load the
+        # pump may not wake during it (a phase shorter than the interval sends nothing).
+        assert glob and all(t in (None, 6_000) for _, t, _ in glob), glob
         concat = await with_progress(client, "concat_files", {"paths": ["."]})
         assert concat and any("files listed" in m for _, _, m in concat), concat
         await check_a_command(client, heard)
