@@ -56,9 +56,14 @@ def isolated_user_dirs(
 def no_server_left_running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Fails the run if any process started under this run's temporary folders outlives its test."""
     yield
-    base = str(tmp_path_factory.getbasetemp())
+    # A process naming this run's folders, or (a home elsewhere, say /dev/shm) started by this worker of this run.
+    markers = [[str(tmp_path_factory.getbasetemp())]]
+    if run := os.environ.get("PYTEST_XDIST_TESTRUNUID"):
+        markers.append(
+            [f"PYTEST_XDIST_TESTRUNUID={run}\0", f"PYTEST_XDIST_WORKER={os.environ['PYTEST_XDIST_WORKER']}\0"]
+        )
     deadline = time.monotonic() + 15
-    while (left := leftovers(base)) and time.monotonic() < deadline:
+    while (left := [p for m in markers for p in leftovers(*m)]) and time.monotonic() < deadline:
         time.sleep(0.2)
     for line in left:
         with contextlib.suppress(ProcessLookupError):
@@ -66,8 +71,8 @@ def no_server_left_running(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     assert not left, f"tests left processes running: {left}"
 
 
-def leftovers(marker: str) -> list[str]:
-    """Processes whose command line or environment names ``marker`` (a server a test left running)."""
+def leftovers(*markers: str) -> list[str]:
+    """Processes whose command line or environment names every one of ``markers`` (a server a test left running)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -76,7 +81,7 @@ def leftovers(marker: str) -> list[str]:
             text = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
         except OSError:
             continue
-        if marker.encode() in text:
+        if all(marker.encode() in text for marker in markers):
             command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             found.append(f"{proc.name}: {command}")
     return found

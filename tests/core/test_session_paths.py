@@ -20,7 +20,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import nexus_command, server_env
+from tests.conftest import nexus_command, run_dir, server_env, stop_shared_servers
 
 pytestmark = pytest.mark.anyio
 
@@ -74,6 +74,7 @@ def home_outside_containers() -> Iterator[Path]:
         pytest.skip("needs /dev/shm for a home outside /tmp and /var")
     folder = Path(tempfile.mkdtemp(prefix="nexus-home-", dir="/dev/shm"))
     yield folder
+    stop_shared_servers(run_dir(folder))  # outside the run's folders: the suite's own check would not see it
     shutil.rmtree(folder, ignore_errors=True)
 
 
