@@ -104,7 +104,7 @@ class MemoryService:
         self.workers = workers or Workers()
         self.touches = Touches(store, self.workers) if touch else None
         self.parts = PartsWriter(store, self.workers)  # sentence vectors, written in the background
-        self.images = ImageFiles(store.data_dir / "images")  # memories' images, beside the store
+        self.images = ImageFiles(store.data_dir)  # memories' images, beside the store
         # Where recall asks for the sentence vectors nearest a query beside its candidates' query (None: after).
         self.beside = self.workers.pool(RECALL, 2)
         store.parts_later = self.parts.put

@@ -67,10 +67,6 @@ def _header(store: ChromaStore) -> str:
     return json.dumps(header)
 
 
-def images_of(store: ChromaStore) -> ImageFiles:
-    return ImageFiles(store.data_dir / "images")  # where the service keeps them
-
-
 def _memory_lines(got: dict[str, Any], images: ImageFiles) -> Iterator[str]:
     """One line per memory of a Chroma get() with documents, metadatas and embeddings."""
     for i, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
@@ -103,8 +99,9 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
     store.open()  # the collection's embedder and recipe, not the configured ones
     out.write(_header(store) + "\n")
     with _progress("export", store.count() + store.links.count(), progress) as bar:
+        images = ImageFiles(store.data_dir)
         for got in store.page(include=("documents", "metadatas", "embeddings")):
-            for line in _memory_lines(got, images_of(store)):
+            for line in _memory_lines(got, images):
                 out.write(line + "\n")
                 counts.memories += 1
                 bar.update()
@@ -127,7 +124,7 @@ def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str],
         include = ["documents", "metadatas", "embeddings"]
         got = store.memories.get(offset=first, limit=min(end, memories) - first, include=include)
         size = 0
-        for line in _memory_lines(got, images_of(store)):
+        for line in _memory_lines(got, ImageFiles(store.data_dir)):
             if lines and size + len(line) > PAGE_BYTES:
                 return lines, 1 + memories + store.links.count()
             lines.append(line)
@@ -163,11 +160,12 @@ def _image(n: int, obj: dict[str, Any]) -> bytes | None:
     return data
 
 
-def _record(n: int, obj: dict[str, Any]) -> Record:
+def _memory(n: int, obj: dict[str, Any]) -> tuple[Record, bytes | None]:
+    """A memory line's record, and its image's bytes (decoded once: they are what is written)."""
     if obj.get("memory_type") not in MEMORY_TYPES or not str(obj.get("content", "")).strip():
         raise ValueError(f"line {n}: a memory needs content and a memory_type in {', '.join(MEMORY_TYPES)}")
-    image = obj["image_mime_type"] if _image(n, obj) is not None else ""
-    return Record(
+    data = _image(n, obj)
+    record = Record(
         str(obj["id"]),
         obj["content"],
         obj["memory_type"],
@@ -177,8 +175,9 @@ def _record(n: int, obj: dict[str, Any]) -> Record:
         str(obj.get("updated_at", "")),
         archived=obj.get("archived") is True,
         last_recalled_at=str(obj.get("last_recalled_at") or ""),
-        image=image,
+        image=obj["image_mime_type"] if data is not None else "",
     )
+    return record, data
 
 
 def check(src: IO[str]) -> None:
@@ -188,7 +187,7 @@ def check(src: IO[str]) -> None:
         if kind == "header" and obj.get("format") != FORMAT:
             raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
         if kind == "memory":
-            _record(n, obj)
+            _memory(n, obj)
         elif kind == "link" and obj.get("relation_type") not in RELATION_TYPES:
             raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
         elif kind not in ("header", "memory", "link"):
@@ -212,9 +211,10 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
             store.open()
             same_embedder = obj.get("embedder") == store.embedder.name and obj.get("text", "content") == store.recipe
         elif kind == "memory":
-            memories.append((_record(n, obj), obj.get("embedding") if same_embedder else None))
-            if (data := _image(n, obj)) is not None:
-                pictures[memories[-1][0].id] = data
+            record, data = _memory(n, obj)
+            memories.append((record, obj.get("embedding") if same_embedder else None))
+            if data is not None:
+                pictures[record.id] = data
         elif kind == "link":
             if obj.get("relation_type") not in RELATION_TYPES:
                 raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
@@ -244,7 +244,7 @@ def _flush(
     fresh = [(r, v) for r, v in dict((r.id, (r, v)) for r, v in batch).values() if r.id not in existing]
     todo = [r for r, v in fresh if v is None]
     embedded = dict(zip((r.id for r in todo), store.embed_records(todo), strict=True)) if todo else {}
-    images, pictured = images_of(store), [r for r, _ in fresh if r.id in pictures]
+    images, pictured = ImageFiles(store.data_dir), [r for r, _ in fresh if r.id in pictures]
     for r in pictured:  # the files first: a memory never names an image that is not there
         images.put(r.id, pictures[r.id], r.image)
     try:

@@ -37,10 +37,10 @@ def mime_of(uri: str) -> str:
 
 
 class ImageFiles:
-    """The images of one store's memories, in ``folder`` (made 0700 on the first image)."""
+    """The images of one store's memories, in ``<data_dir>/images`` (made 0700 on the first image)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, data_dir: Path) -> None:
+        self.folder = data_dir / "images"
 
     def path(self, memory_id: str, mime_type: str) -> Path:
         return self.folder / f"{memory_id}.{EXTENSIONS[mime_type]}"
