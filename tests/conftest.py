@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -146,6 +147,17 @@ def make_host(data_dir: Path, tmp_path: Path) -> Callable[..., Host]:
         return build_host(parse_config(data, source="test.toml", base_dir=tmp_path), pm)
 
     return make
+
+
+class HeardProgress:
+    """A client's message handler that keeps every notifications/progress it receives, whichever request it is for."""
+
+    def __init__(self) -> None:
+        self.progress: list[types.ProgressNotificationParams] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ProgressNotification):
+            self.progress.append(message.params)
 
 
 def write_config(path: Path, text: str) -> Path:

@@ -8,31 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.bridge.test_bridge import ONLY_BRIDGE, stdio_upstream
-from tests.conftest import HTTP_TOKEN, nexus_command, server_env, write_config
+from tests.conftest import HTTP_TOKEN, HeardProgress, nexus_command, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
 FAST = {"NEXUS_PROGRESS_INTERVAL": "0.01"}  # the upstream reports every 0.05 s: each report gets through
 
 
-class Heard:
-    """Every notifications/progress that reaches the client, whichever request it is for."""
-
-    def __init__(self) -> None:
-        self.progress: list[Any] = []
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ProgressNotification):
-            self.progress.append(message.params)
-
-
-async def check_progress_passes_through(client: Client, heard: Heard) -> None:
+async def check_progress_passes_through(client: Client, heard: HeardProgress) -> None:
     got: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -54,7 +42,7 @@ async def test_an_upstreams_progress_reaches_a_client_of_the_relay(tmp_path: Pat
     command = nexus_command("serve", "--config", str(config(tmp_path)))
     params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(**FAST), cwd=tmp_path)
     for mode in ("legacy", "2026-07-28"):  # the second relay finds the shared server the first one started
-        heard = Heard()
+        heard = HeardProgress()
         async with Client(params, mode=mode, message_handler=heard) as client:
             await check_progress_passes_through(client, heard)
 
@@ -62,7 +50,7 @@ async def test_an_upstreams_progress_reaches_a_client_of_the_relay(tmp_path: Pat
 async def test_an_upstreams_progress_reaches_an_http_client(tmp_path: Path, http_server: Any) -> None:
     url = http_server("--config", str(config(tmp_path)), env=server_env(**FAST), cwd=tmp_path)
     for mode in ("legacy", "auto"):
-        heard = Heard()
+        heard = HeardProgress()
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {HTTP_TOKEN}"}, timeout=60)
         async with http, Client(streamable_http_client(url, http_client=http), mode=mode, message_handler=heard) as c:
             await check_progress_passes_through(c, heard)

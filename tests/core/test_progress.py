@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
 from mcp import Client
 
 from nexus_core import PluginContext, hookimpl, report_progress
 from nexus_core.host import progress
+from tests.conftest import HeardProgress
 
 pytestmark = pytest.mark.anyio
 
@@ -50,19 +49,10 @@ class Reporting:
         register(backwards, category="default")
 
 
-class Heard:
-    def __init__(self) -> None:
-        self.progress: list[Any] = []
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ProgressNotification):
-            self.progress.append(message.params)
-
-
 async def test_what_a_tool_reports_reaches_a_client_that_asked(make_host, monkeypatch) -> None:
     monkeypatch.setattr(progress, "INTERVAL", 0.02)
     host = make_host({"reporting": Reporting()})
-    heard, got = Heard(), []
+    heard, got = HeardProgress(), []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         got.append((value, total, message))

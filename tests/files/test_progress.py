@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import HTTP_TOKEN, nexus_command, server_env, write_config
+from tests.conftest import HTTP_TOKEN, HeardProgress, nexus_command, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -46,17 +45,6 @@ def config(tmp_path: Path, root: Path) -> Path:
     )
 
 
-class Heard:
-    """Every notifications/progress that reaches the client, whichever request it is for."""
-
-    def __init__(self) -> None:
-        self.progress: list[types.ProgressNotificationParams] = []
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ProgressNotification):
-            self.progress.append(message.params)
-
-
 async def with_progress(client: Client, tool: str, arguments: dict[str, Any]) -> list[tuple[float, Any, Any]]:
     """Call ``tool`` with a progress token; the progress it got, after checking the call succeeded."""
     got: list[tuple[float, Any, Any]] = []
@@ -71,7 +59,7 @@ async def with_progress(client: Client, tool: str, arguments: dict[str, Any]) ->
     return got
 
 
-async def check_a_command(client: Client, heard: Heard) -> list[tuple[float, Any, Any]]:
+async def check_a_command(client: Client, heard: HeardProgress) -> list[tuple[float, Any, Any]]:
     """run_python streams its output as progress with a token, and sends none without one."""
     ran = await with_progress(client, "run_python", {"code": SCRIPT})
     assert any("step " in m for _, _, m in ran), ran  # the command's last line of output, as it comes
@@ -85,7 +73,7 @@ async def test_long_calls_report_progress_through_the_relay_in_both_eras(tmp_pat
     command = nexus_command("serve", "--config", str(config(tmp_path, tree)))
     env = server_env(NEXUS_PROGRESS_INTERVAL=FAST)
     params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=tmp_path)
-    heard = Heard()
+    heard = HeardProgress()
     async with Client(params, mode="legacy", message_handler=heard) as client:
         grep = await with_progress(client, "grep", {"pattern": "needle", "max_results": 5000})
         assert grep and all("files searched" in m for _, _, m in grep), grep
@@ -104,7 +92,7 @@ async def test_long_calls_report_progress_over_http_in_both_eras(tmp_path: Path,
     """At the default rate: run_python reports at every look at its child (20 a second), the client hears 4."""
     url = http_server("--config", str(config(tmp_path, tree)))
     for mode in ("legacy", "auto"):
-        heard = Heard()
+        heard = HeardProgress()
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {HTTP_TOKEN}"}, timeout=60)
         transport = streamable_http_client(url, http_client=http)
         async with http, Client(transport, mode=mode, message_handler=heard) as client:
