@@ -1907,7 +1907,7 @@ MUTATIONS: list[Mutation] = [
     m(
         "http-hold-never-joins-the-consoles-address",
         CORE + "serve/shared.py",
-        "if listener is None and port and (bind, port) == (self.http_bind, self.http_port) and self.http_url:",
+        "if listener is None and port and (bind, port) == self.own_http:",
         "if False:",
         "tests/console/test_http.py::test_nexus_serve_over_http_joins_the_address_the_console_serves",
         "`nexus serve --transport http` on the port the console's HTTP holds joins it instead of failing to bind",

@@ -68,8 +68,7 @@ class SharedServer:
         self.started = time.time()
         self.sessions: dict[str, Session] = {}
         self.idle_since: float | None = time.monotonic()
-        self.http_url: str | None = None
-        self.http_bind, self.http_port = "", 0  # the server's own HTTP: the console's, or [server.http]'s
+        self.own_http: tuple[str, int] | None = None  # where the server's own HTTP (console, [server.http]) is
         self.listeners: dict[tuple[str, int], Listener] = {}  # what `nexus serve --transport http` asked for
         self._tg: TaskGroup | None = None
 
@@ -138,8 +137,7 @@ class SharedServer:
     async def _serve_http(self, bind: str, port: int, sock: Any = None) -> None:
         from nexus_core.serve.http import serve_http
 
-        self.http_url = f"http://{bind}:{port}{self.host.config.server.http.path}"
-        self.http_bind, self.http_port = bind, port
+        self.own_http = (bind, port)
         try:
             await serve_http(self.host, bind=bind, port=port, sock=sock)
         except SystemExit:  # uvicorn exits when it cannot bind: the port's holder must not take stdio down too
@@ -148,7 +146,7 @@ class SharedServer:
                 bind,
                 port,
             )
-            self.http_url, self.http_bind, self.http_port = None, "", 0
+            self.own_http = None
 
     async def _console(self) -> dict[str, Any]:
         """Serve HTTP now if it is off (the console lives there, on loopback), and a one-time login link."""
@@ -158,16 +156,16 @@ class SharedServer:
         http = self.host.config.server.http
         # A loopback address that `nexus serve --transport http` holds serves the console too.
         port = next((port for bind, port in self.listeners if is_loopback(bind) or bind in ("0.0.0.0", "::")), 0)
-        if not port and self.http_url is None and self._tg is not None:
+        if not port and self.own_http is None and self._tg is not None:
             sock = loopback_socket(http.port)
             port = sock.getsockname()[1]
-            self.http_url = f"http://127.0.0.1:{port}{http.path}"  # before the task runs: one listener only
-            self.http_bind, self.http_port = "127.0.0.1", port
+            self.own_http = ("127.0.0.1", port)  # before the task runs: one listener only
             self._tg.start_soon(self._serve_http, "127.0.0.1", port, sock)
         elif not port and not is_loopback(http.host) and http.host not in ("0.0.0.0", "::"):
             return {"nexus": "refused", "reason": f"HTTP listens on {http.host} only; the console needs loopback"}
         login = await anyio.to_thread.run_sync(console_for(self.host).login_path)  # the first one collects pages
-        return {"nexus": "console", "url": f"http://127.0.0.1:{port or self.http_port}{login}", "pid": os.getpid()}
+        port = port or (self.own_http[1] if self.own_http else 0)
+        return {"nexus": "console", "url": f"http://127.0.0.1:{port}{login}", "pid": os.getpid()}
 
     # -- one connection -----------------------------------------------------------------
 
@@ -282,10 +280,10 @@ class SharedServer:
         token = str(hello.get("token") or "") or http_token(self.host.config, bind)
         sse = bool(hello.get("sse"))
         listener = self.listeners.get((bind, port)) if port else None
-        if listener is None and port and (bind, port) == (self.http_bind, self.http_port) and self.http_url:
+        if listener is None and port and (bind, port) == self.own_http:
             # The server's own HTTP (the console's, or [server.http]'s) already serves there: joined, never stopped.
             own = http_token(self.host.config, bind)
-            listener = self.listeners[(bind, port)] = Listener(self.http_url, own, server=None, kept=True)
+            listener = self.listeners[(bind, port)] = Listener(self._own_url() or "", own, server=None, kept=True)
         if listener is not None:
             if not hmac.compare_digest(listener.token.encode(), token.encode()):
                 raise ValueError(f"{listener.url} is already served with another token")
@@ -310,6 +308,12 @@ class SharedServer:
         self.listeners[(bind, port)] = listener
         self._tg.start_soon(_run_listener, listener, sock, template)
         return listener
+
+    def _own_url(self) -> str | None:
+        if self.own_http is None:
+            return None
+        bind, port = self.own_http
+        return f"http://{bind}:{port}{self.host.config.server.http.path}"
 
     def _stale(self, hello: dict) -> str | None:
         if hello.get("fingerprint") not in (None, self.fingerprint):
@@ -337,7 +341,7 @@ class SharedServer:
             "config": str(self.host.config.path or "defaults"),
             "socket": str(self.files["socket"]),
             "log": str(self.files["log"]),
-            "http": self.http_url or next((listener.url for listener in self.listeners.values()), None),
+            "http": self._own_url() or next((listener.url for listener in self.listeners.values()), None),
             "http_listeners": [listener.url for listener in self.listeners.values()],
             "rss_mb": _rss_mb(),
             "idle_timeout_s": self.idle_timeout,
