@@ -116,6 +116,11 @@ def test_health_fixes_look_alike_tags_in_one_click(page: Any, console_server: Co
 
 def test_the_activity_table_shows_the_calls_just_made(page: Any, console_server: ConsoleServer, tmp_path: Path) -> None:
     console_server.call("recall_memories", {"query": "numpy pin"})  # an assistant's call, not the console's
+
+    async def refused_delete(session: Any) -> Any:  # a denied row of its own: not one another test left
+        return await session.call_tool("delete_memory", {"memory_id": console_server.memory_ids[0]})
+
+    assert console_server.mcp(refused_delete).is_error  # the delete category is off
     page.click("#nav a:has-text('Activity')")
     page.wait_for_selector("table.activity tbody tr")
     rows = page.locator("table.activity tbody tr").all_inner_texts()
