@@ -95,20 +95,28 @@ def test_a_long_step_is_redrawn_every_second_and_a_silent_one_moves_at_the_rate_
         with Progress("build", 100, "%", stream) as bar:
             time.sleep(0.5)
             bar.update(50)  # 100 %/s so far
-            with bar.unseen(50):
-                time.sleep(1.3)  # reports nothing: shown at the rate so far, never past 95 % of it
-        text = ""
+            text = ""
+            with bar.unseen(50):  # reports nothing: shown at the rate so far, never past 95 % of it
+                deadline = time.monotonic() + 15  # two redraws by the ticker (a loaded machine delays them)
+                while len(_pieces(text.partition("50/100")[2])) < 3 and time.monotonic() < deadline:
+                    if select.select([leader], [], [], 0.1)[0]:
+                        text += os.read(leader, 1 << 16).decode()
         while select.select([leader], [], [], 0.5)[0]:  # the terminal passes the text on in pieces
             text += os.read(leader, 1 << 16).decode()
     finally:
         stream.close()
         os.close(leader)
-    drawn = [piece.replace("\x1b[K", "") for piece in text.replace("\n", "\r").split("\r") if piece.strip()]
+    drawn = _pieces(text)
     assert all(LIVE.match(d) for d in drawn[:-1]) and FINAL.match(drawn[-1]), drawn
     counts = [int(LIVE.match(d)["done"]) for d in drawn[:-1]]  # type: ignore[index]
     guessed = counts[counts.index(50) + 1 : counts.index(100)]  # drawn by the ticker while the silent step ran
     assert len(guessed) >= 2 and all(50 < n <= 97 for n in guessed), drawn
     assert drawn[-1].startswith("build: 100/100 % in "), drawn
+
+
+def _pieces(text: str) -> list[str]:
+    """What a terminal shows, one redraw a piece."""
+    return [piece.replace("\x1b[K", "") for piece in text.replace("\n", "\r").split("\r") if piece.strip()]
 
 
 def test_off_a_terminal_only_the_final_line_is_written_and_a_failure_says_where_it_stopped() -> None:
