@@ -2274,6 +2274,15 @@ MUTATIONS: list[Mutation] = [
         "tests/core/test_tool_files.py::test_the_designs_own_tool_category_is_granted_like_any_other",
         "a tool file's own category, until granted, is refused naming the grant",
     ),
+    m(
+        "server-key-ignores-design-variables",
+        CORE + "serve/rendezvous.py",
+        "    if variables := {name: os.environ[name] for name in SERVER_VARIABLES if os.environ.get(name, \"\").strip()}:",
+        "    if variables := {}:",
+        "tests/memory/test_design_env.py::"
+        "test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it",
+        "a client launched with EXOCORTEX_* gets a shared server that honours them, not one started without them",
+    ),
     # -- issue 36: a cold start, light and quick -------------------------------------------------------------
     m(
         "relay-greets-late",

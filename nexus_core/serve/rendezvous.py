@@ -27,13 +27,26 @@ from nexus_core.config.folders import runtime_dir, state_dir
 from nexus_core.serve.limits import SERVER_TIMEOUT
 
 
+# Variables a plugin reads once, as the server starts (design 002's: the memory store's folder, its embedder, its
+# log level). A client launched with other values gets a server of its own: one started without them ignores them.
+SERVER_VARIABLES = ("EXOCORTEX_DATA_DIR", "EXOCORTEX_EMBEDDING_MODEL", "EXOCORTEX_LOG_LEVEL")
+
+
 def server_key(config: Path | None, server_args: Sequence[str]) -> str:
-    """The shared server for this config file, these server arguments and this Python install.
+    """The shared server for this config file, these server arguments, this Python install and the values of
+    ``SERVER_VARIABLES`` this process was launched with.
 
     The install is the environment (``sys.prefix``), not only the interpreter: every venv made from one
     Python resolves to the same executable, yet each has its own packages (and its own fingerprint).
     """
-    identity = [str(config or ""), list(server_args), os.path.realpath(sys.executable), os.path.realpath(sys.prefix)]
+    identity: list[object] = [
+        str(config or ""),
+        list(server_args),
+        os.path.realpath(sys.executable),
+        os.path.realpath(sys.prefix),
+    ]
+    if variables := {name: os.environ[name] for name in SERVER_VARIABLES if os.environ.get(name, "").strip()}:
+        identity.append(variables)  # only when set: the key of a launch without them stays as it was
     return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
 
 

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 import nexus_memory
+from tests.conftest import http_client, server_env, stdio_session, write_config
 from tests.memory.helpers import call, store
 
 pytestmark = pytest.mark.anyio
@@ -48,3 +49,24 @@ def test_an_embedding_model_nexus_cannot_load_is_a_clear_error_listing_the_ones_
     message = memory(make_host).plugins["memory"].error or ""  # the plugin does not load, and says why
     assert "EXOCORTEX_EMBEDDING_MODEL = 'BAAI/bge-small-en-v1.5'" in message and "minilm+use" in message
     assert memory(make_host, embedder="minilm").plugins["memory"].ctx.config.embedder == "minilm"  # the config wins
+
+
+async def test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it(
+    tmp_path: Path, http_server: Any, isolated_user_dirs: Path
+) -> None:
+    """A client launched with EXOCORTEX_DATA_DIR (and _EMBEDDING_MODEL) while another client's shared server, started
+    without them, runs: its memories go where the variables say, over stdio and over Streamable HTTP alike."""
+    config = write_config(tmp_path / "nexus.toml", "[plugins.memory]\nwarm_up = false\n")
+    exo = tmp_path / "exo"
+    design = server_env(EXOCORTEX_DATA_DIR=str(exo), EXOCORTEX_EMBEDDING_MODEL="minilm")
+    async with stdio_session("--config", str(config), cwd=tmp_path) as plain:
+        assert (await call(plain, "ping"))["store"] == "not loaded"  # a shared server without the variables runs
+        url = http_server("--config", str(config), env=design, cwd=tmp_path)
+        async with http_client(url) as client:
+            over_http = await store(client, "Stored over HTTP where EXOCORTEX_DATA_DIR says", "exo", ["env"])
+        async with stdio_session("--config", str(config), cwd=tmp_path, env=design) as session:
+            await store(session, "Stored over stdio where EXOCORTEX_DATA_DIR says", "exo", ["env"])
+            stats = await call(session, "get_stats")
+            assert (await call(session, "get_memory", memory_id=over_http))["context"] == "exo"  # one store
+    assert stats["total_memories"] == 2 and stats["embedder"] == "minilm"
+    assert (exo / "chroma").is_dir() and not (isolated_user_dirs / ".local" / "share" / "nexus" / "memory").exists()
