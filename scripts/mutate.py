@@ -2277,8 +2277,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "server-key-ignores-design-variables",
         CORE + "serve/rendezvous.py",
-        "    if variables := {name: os.environ[name] for name in SERVER_VARIABLES if os.environ.get(name, \"\").strip()}:",
-        "    if variables := {}:",
+        '    if variables := {name: os.environ[name] for name in SERVER_VARIABLES if os.environ.get(name, "")',
+        '    if variables := {name: os.environ[name] for name in () if os.environ.get(name, "")',
         "tests/memory/test_design_env.py::"
         "test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it",
         "a client launched with EXOCORTEX_* gets a shared server that honours them, not one started without them",

@@ -26,7 +26,6 @@ from nexus_core.access.peers import other_user
 from nexus_core.config.folders import runtime_dir, state_dir
 from nexus_core.serve.limits import SERVER_TIMEOUT
 
-
 # Variables a plugin reads once, as the server starts (design 002's: the memory store's folder, its embedder, its
 # log level). A client launched with other values gets a server of its own: one started without them ignores them.
 SERVER_VARIABLES = ("EXOCORTEX_DATA_DIR", "EXOCORTEX_EMBEDDING_MODEL", "EXOCORTEX_LOG_LEVEL")
