@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 
 from nexus_core.config.model import read_config
 from nexus_core.errors import ConfigError
@@ -24,17 +25,25 @@ def test_the_command_is_installed() -> None:
     assert (BIN / "nexus-mcp-server").is_file(), "run scripts/setup: pyproject.toml's [project.scripts] changed"
 
 
-async def test_the_claude_desktop_entry_of_design_001_runs_as_written(isolated_user_dirs: Path, tmp_path: Path) -> None:
+async def test_the_claude_desktop_entry_of_design_001_runs_as_written(
+    isolated_user_dirs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Launched as Claude Desktop launches it: the command on the PATH, the SDK's default environment (HOME, PATH,
+    SHELL, TERM, USER, LOGNAME), from /. / is no project, so the folder to work in is the user's config's root."""
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "a.txt").write_text("one\n")
     config_dir(isolated_user_dirs).mkdir(parents=True)
     write_config(
         config_dir(isolated_user_dirs) / "nexus.toml",  # the user's own config: the entry names none
-        f'[server]\ndata_dir = "{tmp_path / "data"}"\n[plugins.memory]\nenabled = false\n'
-        "[plugins.bridge]\nenabled = false\n",
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\nroots = ["{project}"]\n'
+        "[plugins.memory]\nenabled = false\n[plugins.bridge]\nenabled = false\n",
     )
-    (tmp_path / "a.txt").write_text("one\n")
     entry = {"command": "nexus-mcp-server", "args": ["--enable", "read,search,vcs"]}  # claude_desktop_config.json
-    env = server_env(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env, cwd=tmp_path)
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # where the install put it
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], cwd="/")  # env: the SDK's default
+    assert set(get_default_environment()) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         names = {t.name for t in (await session.list_tools()).tools}
@@ -42,8 +51,12 @@ async def test_the_claude_desktop_entry_of_design_001_runs_as_written(isolated_u
         assert not names & {"write_file", "edit_file", "bash_safe", "run_python", "hello"}
         read = await session.call_tool("read_file", {"path": "a.txt"})
         assert not read.is_error and read.content[0].text.strip().endswith("one")  # type: ignore[union-attr]
+        status = await session.call_tool("git", {"command": "status"})
+        assert [e["path"] for e in status.structured_content["entries"]] == ["a.txt"]  # type: ignore[index]
         refused = await session.call_tool("write_file", {"path": "b.txt", "content": "x"})
-        assert refused.is_error and not (tmp_path / "b.txt").exists()
+        assert refused.is_error and "--enable read,search,vcs does not grant" in refused.content[0].text  # type: ignore[union-attr]
+    assert not (project / "b.txt").exists()
+    env = server_env(PATH=os.environ["PATH"])
     claude = isolated_user_dirs / ".config" / "Claude" / "claude_desktop_config.json"
     claude.parent.mkdir(parents=True)
     claude.write_text(json.dumps({"mcpServers": {"nexus": entry}}))
