@@ -16,7 +16,8 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import logs_dir, nexus_command, server_env, write_config
+from tests.conftest import config_dir, http_client, logs_dir, nexus_command, server_env, write_config
+from tests.core.test_tool_files import DESIGN_GET_TIME
 
 pytestmark = pytest.mark.anyio
 
@@ -169,3 +170,28 @@ def test_nexus_plugins_and_tools_report_a_file_that_fails_to_load(tmp_path: Path
     )
     log = Path(json.loads(status.stdout)["log"]).read_text()  # the shared server answered both: its log says why
     assert f"tool file {tmp_path / 'tools' / 'broken.py'} failed to load: SyntaxError at line 1" in log
+
+
+async def test_003s_get_time_with_category_basic_as_written_over_stdio_and_http(
+    isolated_user_dirs: Path, http_server: Callable[..., str]
+) -> None:
+    """The design's tool file, category 'basic', in the user's tool folder, granted by the user's nexus.toml
+    (`categories = ["custom", "basic"]`): `nexus serve` on stdio and over Streamable HTTP list and run it."""
+    tools = config_dir(isolated_user_dirs) / "tools"
+    tools.mkdir(parents=True)
+    write(tools / "get_time.py", DESIGN_GET_TIME)
+    others = "".join(f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "bridge"))
+    grant = '[plugins.tools]\ncategories = ["custom", "basic"]\n'
+    write_config(config_dir(isolated_user_dirs) / "nexus.toml", grant + others)
+    command = nexus_command("serve")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(), cwd=isolated_user_dirs)
+    async with stdio_client(params) as (read, write_stream), ClientSession(read, write_stream) as stdio:
+        await stdio.initialize()
+        async with http_client(http_server()) as http:
+            for client in (stdio, http):
+                with anyio.fail_after(15):  # the folder's first load
+                    while not (listed := {t.name: t for t in (await client.list_tools()).tools}).get("get_time"):
+                        await anyio.sleep(0.05)
+                assert listed["get_time"].meta["nexus/category"] == "basic"  # type: ignore[index]
+                result = await client.call_tool("get_time", {"timezone": "Asia/Shanghai"})
+                assert not result.is_error and result.content[0].text == "CST"  # type: ignore[union-attr]
