@@ -2272,8 +2272,7 @@ MUTATIONS: list[Mutation] = [
         CORE + "builtin/tool_files.py",
         "    if category not in categories:\n        refusal = (",
         "    if False:\n        refusal = (",
-        "tests/core/test_tool_files.py::test_the_designs_own_tool_category_is_granted_like_any_other "
-        "tests/core/test_tool_folder_reload.py::test_003s_get_time_with_category_basic_as_written_over_stdio_and_http",
+        "tests/core/test_tool_files.py::test_the_designs_own_tool_category_is_granted_like_any_other",
         "a tool file's own category, until granted, is refused naming the grant",
     ),
     m(
