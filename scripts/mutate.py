@@ -2135,7 +2135,9 @@ MUTATIONS: list[Mutation] = [
         FILES + "git.py",
         '    (git, "Git (read-only)", "version control"),\n',
         "",
-        "tests/files/test_git.py::test_the_design_git_tool_runs_a_read_only_command_as_the_git_tools_do",
+        "tests/files/test_git.py::test_the_design_git_tool_runs_a_read_only_command_as_the_git_tools_do "
+        "tests/files/test_transports.py::test_over_stdio "
+        "tests/files/test_transports.py::test_over_streamable_http",
         "001's one read-only git tool: a command and its arguments, run as the git_* tools",
     ),
     m(
@@ -2151,7 +2153,9 @@ MUTATIONS: list[Mutation] = [
         FILES + "read.py",
         'str(n).rjust(6) + "  " for n',
         'str(n).rjust(6) + "\\t" for n',
-        "tests/files/test_design_api.py::test_read_file_takes_path_offset_limit_with_the_designed_defaults",
+        "tests/files/test_design_api.py::test_read_file_takes_path_offset_limit_with_the_designed_defaults "
+        "tests/files/test_transports.py::test_over_stdio "
+        "tests/files/test_transports.py::test_over_streamable_http",
         "001's read_file numbers lines as f'{n:6d}  {line}' (two spaces)",
     ),
     m(
@@ -2159,7 +2163,9 @@ MUTATIONS: list[Mutation] = [
         FILES + "read.py",
         """note = f"offset {offset} is past the end: '{shown}' has {total} lines\"""",
         'raise ToolError(f"offset {offset} is past the end")',
-        "tests/files/test_read.py::test_read_file_offset_is_zero_indexed_and_next_offset_reads_every_line_once",
+        "tests/files/test_read.py::test_read_file_offset_is_zero_indexed_and_next_offset_reads_every_line_once "
+        "tests/files/test_transports.py::test_over_stdio "
+        "tests/files/test_transports.py::test_over_streamable_http",
         "001's read_file: an offset past the end returns an empty result, not an error",
     ),
     m(
@@ -2167,7 +2173,9 @@ MUTATIONS: list[Mutation] = [
         FILES + "config.py",
         "max_file_size: int = Field(50 * MiB,",
         "max_file_size: int = Field(10 * MiB,",
-        "tests/files/test_read.py::test_refuses_large_and_binary_files",
+        "tests/files/test_read.py::test_refuses_large_and_binary_files "
+        "tests/files/test_transports.py::test_over_stdio "
+        "tests/files/test_transports.py::test_over_streamable_http",
         "001's max_file_size defaults to 50 MB",
     ),
     m(

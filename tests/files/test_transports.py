@@ -46,6 +46,8 @@ async def test_over_stdio(tmp_path, repo):
         assert read.structured_content["content"] == "     1  # Demo\n"
         past = await session.call_tool("fs_read_file", {"path": "README.md", "offset": 99})
         assert not past.is_error and past.structured_content["content"] == ""
+        big = await session.call_tool("fs_read_file", {"path": "big.dat"})  # 60 MB, over the 50 MB default
+        assert big.is_error and "max_file_size of 52428800 bytes" in big.content[0].text
 
 
 async def test_over_streamable_http(tmp_path, repo, http_server):
@@ -57,6 +59,10 @@ async def test_over_streamable_http(tmp_path, repo, http_server):
         shown = await call(client, "fs_git", command="show", args=["HEAD~1"])
         assert shown["commit"]["subject"] == "Initial commit"
         assert "not one of the read-only commands" in await fail(client, "fs_git", command="push")
+        # read_file as the design has it: its numbering, nothing past the end, max_file_size 50 MB
+        assert (await call(client, "fs_read_file", path="README.md", limit=1))["content"] == "     1  # Demo\n"
+        assert (await call(client, "fs_read_file", path="README.md", offset=99))["content"] == ""
+        assert "max_file_size of 52428800 bytes" in await fail(client, "fs_read_file", path="big.dat")
 
 
 async def test_file_resource_template(files_client, repo):
