@@ -2059,7 +2059,8 @@ MUTATIONS: list[Mutation] = [
         FILES + "process.py",
         "if not await _exited(proc, timeout, functools.partial(_report, started, out, err)):",
         "if not await _exited(proc, timeout):",
-        "tests/files/test_progress.py::test_long_calls_report_progress_over_http_in_both_eras",
+        "tests/files/test_progress.py::test_long_calls_report_progress_over_http_in_both_eras "
+        "tests/files/test_progress.py::test_long_calls_report_progress_through_the_relay_in_both_eras",
         "run_command, bash_safe and run_python report progress and stream their last line of output",
     ),
     m(
@@ -2145,7 +2146,11 @@ MUTATIONS: list[Mutation] = [
         FILES + "__init__.py",
         'includes=("python",),',
         "",
-        "tests/files/test_execute.py::test_execute_grants_run_python_as_the_design_has_it_and_python_stays_a_finer_grant",
+        (
+            "tests/files/test_execute.py::test_execute_grants_run_python_as_the_design_has_it_and_python_stays_a_finer_grant",
+            "tests/files/test_progress.py::test_long_calls_report_progress_through_the_relay_in_both_eras",
+            "tests/files/test_progress.py::test_long_calls_report_progress_over_http_in_both_eras",
+        ),
         "001 puts run_python in execute: granting execute grants it, python alone stays a finer grant",
     ),
     m(

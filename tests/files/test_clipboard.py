@@ -99,7 +99,8 @@ def shared_config(tmp_path: Path, repo: Path) -> Path:
     others = "".join(f"[plugins.{p}]\nenabled = false\n" for p in ("memory", "graph", "manual", "hello", "bridge"))
     return write_config(
         tmp_path / "nexus.toml",
-        f'[server]\ndata_dir = "{tmp_path / "data"}"\n{others}[plugins.files]\nroots = ["{repo}"]\n',
+        f'[server]\ndata_dir = "{tmp_path / "data"}"\n{others}[plugins.files]\nroots = ["{repo}"]\n'
+        'categories = ["read", "write"]\n',
     )
 
 
@@ -112,6 +113,8 @@ async def test_through_the_relay_sessions_keep_their_own_until_they_end(tmp_path
         await call(other, "clipboard_copy", path="src/app.py", start_line=1, end_line=1)
         assert (await call(one, "clipboard_show"))["text"] == "# Demo\n"
         assert (await call(other, "clipboard_show"))["text"] == "import os\n"  # a 2026 client on its own pipes
+        await call(one, "clipboard_paste", path="docs/guide.md", line=1)
+        assert (repo / "docs" / "guide.md").read_text() == "# Demo\nUse helper() to double.\n"
     async with Client(params, mode="legacy") as again:
         assert (await call(again, "clipboard_show"))["path"] is None  # gone with the sessions
 
@@ -126,6 +129,8 @@ async def test_over_http_a_session_keeps_it_and_a_lone_request_is_told_why_not(
             if mode == "legacy":
                 await call(client, "clipboard_copy", path="README.md", start_line=1, end_line=1)
                 assert (await call(client, "clipboard_show"))["text"] == "# Demo\n"
+                pasted = await call(client, "clipboard_paste", path="docs/new.md")
+                assert pasted["created"] and (repo / "docs" / "new.md").read_text() == "# Demo\n"
             else:  # each 2026-07-28 request over HTTP stands alone: there is no session to keep it in
                 reason = await fail(client, "clipboard_copy", path="README.md")
                 assert "no session" in reason and "initialize handshake" in reason

@@ -1,5 +1,5 @@
 """Progress of long calls (the skills design's v2 streaming): notifications/progress while grep, glob,
-concat_files and run_python run, when the client's request carries a progress token, and none without one.
+concat_files, run_python and bash_safe run, when the client's request carries a progress token, and none without one.
 
 Through the real relay and shared server (`nexus serve`) and over Streamable HTTP, in both protocol eras.
 """
@@ -41,7 +41,8 @@ def config(tmp_path: Path, root: Path) -> Path:
     return write_config(
         tmp_path / "nexus.toml",
         f'[server]\ndata_dir = "{tmp_path / "data"}"\n{others}'
-        f'[plugins.files]\nroots = ["{root}"]\nuse_ripgrep = "never"\ncategories = ["read", "search", "execute"]\n',
+        f'[plugins.files]\nroots = ["{root}"]\nuse_ripgrep = "never"\ncategories = ["read", "search", "execute"]\n'
+        'allowed_commands = ["echo", "sleep"]\n',
     )
 
 
@@ -60,9 +61,12 @@ async def with_progress(client: Client, tool: str, arguments: dict[str, Any]) ->
 
 
 async def check_a_command(client: Client, heard: HeardProgress) -> list[tuple[float, Any, Any]]:
-    """run_python streams its output as progress with a token, and sends none without one."""
+    """run_python (granted by execute, as 001 has it) streams its output as progress with a token, and sends none
+    without one; bash_safe reports too."""
     ran = await with_progress(client, "run_python", {"code": SCRIPT})
     assert any("step " in m for _, _, m in ran), ran  # the command's last line of output, as it comes
+    slept = await with_progress(client, "bash_safe", {"command": "echo waiting && sleep 0.4"})
+    assert slept and any("waiting" in m for _, _, m in slept), slept
     before = len(heard.progress)
     assert not (await client.call_tool("run_python", {"code": SCRIPT})).is_error
     assert len(heard.progress) == before, "progress sent to a request that carried no progress token"
