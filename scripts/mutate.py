@@ -2228,7 +2228,9 @@ MUTATIONS: list[Mutation] = [
         MEMORY + "analysis.py",
         "    return content[:limit]",
         "    return content[: limit - 10]",
-        "tests/memory/test_tools.py::test_get_update_and_summary",
+        "tests/memory/test_tools.py::test_get_update_and_summary "
+        "tests/memory/test_transports.py::test_stdio "
+        "tests/memory/test_transports.py::test_streamable_http",
         "002: summary is the first 200 characters of the content",
     ),
     m(
@@ -2236,7 +2238,9 @@ MUTATIONS: list[Mutation] = [
         MEMORY + "store/chroma.py",
         "        tag_forms = list(dict.fromkeys([*tags, *found]))",
         "        tag_forms = list(tags)",
-        "tests/memory/test_tools.py::test_tag_and_context_filters_match_regardless_of_case",
+        "tests/memory/test_tools.py::test_tag_and_context_filters_match_regardless_of_case "
+        "tests/memory/test_transports.py::test_stdio "
+        "tests/memory/test_transports.py::test_streamable_http",
         "002: tag_filter matches regardless of case",
     ),
     m(
@@ -2244,8 +2248,18 @@ MUTATIONS: list[Mutation] = [
         MEMORY + "store/records.py",
         'parts.append({"context": {"$in": context}})',
         'parts.append({"context": context[0]})',
-        "tests/memory/test_tools.py::test_tag_and_context_filters_match_regardless_of_case",
+        "tests/memory/test_tools.py::test_tag_and_context_filters_match_regardless_of_case "
+        "tests/memory/test_transports.py::test_stdio "
+        "tests/memory/test_transports.py::test_streamable_http",
         "002: context_filter matches regardless of case",
+    ),
+    m(
+        "memory-transfer-tools-unregistered",
+        MEMORY + "tools/__init__.py",
+        "    *transfer.TOOLS,\n",
+        "",
+        "tests/memory/test_transports.py::test_stdio tests/memory/test_transports.py::test_streamable_http",
+        "002's export and import, as the tools export_memories and import_memories",
     ),
     m(
         "memory-exocortex-data-dir-ignored",

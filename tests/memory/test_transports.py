@@ -1,18 +1,48 @@
-"""The plugin over real stdio and Streamable HTTP, installed and found through its entry point: text memories, and
-images (a file inside the roots over stdio, base64 over HTTP) returned as image content and resource links."""
+"""The plugin over real stdio and Streamable HTTP, installed and found through its entry point: text memories, 002's
+summary (the first 200 characters) and case-blind filters, export_memories and import_memories, and images (a file
+inside the roots over stdio, base64 over HTTP) returned as image content and resource links."""
 
 from __future__ import annotations
 
 import base64
+import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from tests.conftest import http_client, stdio_session, write_config
-from tests.memory.helpers import TRACE, screenshot
+from tests.memory.helpers import TRACE, call, screenshot
 
 pytestmark = pytest.mark.anyio
+
+
+LONG = (
+    "Nginx answers 502 Bad Gateway for a minute after every deploy because the old pods are gone before the new "
+    "ones pass their readiness checks; add a readiness probe and a preStop sleep so traffic drains first. Seen on "
+    "the checkout service and the search API alike."
+)
+
+
+async def check_the_design_details(client: Any) -> None:
+    """002's summary, filters that match regardless of case, and a round trip through export and import."""
+    stored = await call(client, "store_memory", content=LONG, context_name="CheckOut", tags=["K8s-Probes"])
+    mid = stored["memory_id"]
+    assert len(LONG) > 200 and stored["summary"] == LONG[:200]  # exactly the first 200 characters
+    assert (await call(client, "get_memory", memory_id=mid))["summary"] == LONG[:200]
+    listed = await call(client, "list_memories", tag_filter=["k8s-probes"], context_filter="checkout")
+    assert [m["id"] for m in listed["memories"]] == [mid]
+    page = await call(client, "export_memories")
+    assert json.loads(page["lines"][0])["kind"] == "header" and page["next_offset"] is None
+    again = await call(client, "import_memories", lines=page["lines"])  # every id is there: skipped
+    assert again["memories"] == 0 and again["skipped"] == page["total_lines"] - 1 - again["links"]
+    copy = str(uuid.uuid4())
+    line = next(json.loads(x) for x in page["lines"] if json.loads(x).get("id") == mid) | {"id": copy}
+    added = await call(client, "import_memories", lines=[page["lines"][0], json.dumps(line)])
+    assert (added["memories"], added["re_embedded"]) == (1, 0)  # the same embedder: its vector is reused
+    assert (await call(client, "get_memory", memory_id=copy))["content"] == LONG
 
 
 def _config(tmp_path: Path) -> Path:
@@ -32,6 +62,7 @@ async def test_stdio(tmp_path: Path) -> None:
         assert not stored.is_error
         hit = await session.call_tool("recall_memories", {"query": "bad gateway right after a release"})
         assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
+        await check_the_design_details(session)
         # an image by its path inside the root (a one-line screenshot: OCR costs time), returned as image content
         (tmp_path / "trace.png").write_bytes(image := screenshot(TRACE[-1:]))
         shot = await session.call_tool("store_memory", {"context_name": "shop", "tags": [], "image_path": "trace.png"})
@@ -60,6 +91,7 @@ async def test_streamable_http(http_server, tmp_path: Path) -> None:
         assert hit.structured_content["memories"][0]["id"] == stored.structured_content["memory_id"]
         bad = await client.call_tool("get_memory", {"memory_id": "not-an-id"})
         assert bad.is_error and "not a memory id" in bad.content[0].text
+        await check_the_design_details(client)
         # an image as base64, recalled with a resource link the client reads
         image = screenshot(TRACE[-1:])
         await client.call_tool(
