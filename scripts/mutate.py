@@ -2188,7 +2188,9 @@ MUTATIONS: list[Mutation] = [
         MANUAL + "entities.py",
         "        if len(same) == 1 and not any(t is same[0] for _, t in moves):",
         "        if False:",
-        "tests/manual/test_graph.py::test_merge_joins_sections_of_one_heading_so_the_section_tools_still_find_one",
+        "tests/manual/test_graph.py::test_merge_joins_sections_of_one_heading_so_the_section_tools_still_find_one "
+        "tests/manual/test_safety.py::test_over_real_stdio "
+        "tests/manual/test_safety.py::test_over_streamable_http",
         "merge_entities joins a source's section into the target's one section of that heading",
     ),
     m(
@@ -2196,7 +2198,9 @@ MUTATIONS: list[Mutation] = [
         MANUAL + "sections.py",
         'lead = "\\n" if same_list else "\\n\\n" if start else ""',
         'lead = "\\n\\n" if start else ""',
-        "tests/manual/test_manual.py::test_add_manual_section_creates_the_file_and_section_then_appends",
+        "tests/manual/test_manual.py::test_add_manual_section_creates_the_file_and_section_then_appends "
+        "tests/manual/test_safety.py::test_over_real_stdio "
+        "tests/manual/test_safety.py::test_over_streamable_http",
         "add_manual_section keeps a tight list tight: no blank line before an added item",
     ),
     m(

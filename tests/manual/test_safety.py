@@ -122,9 +122,30 @@ work = "{root / "work"}"
     return str(write_config(tmp_path / "nexus.toml", text))
 
 
+async def check_the_designs_edits(client, root) -> None:
+    """merge_entities joins the sections of one heading (the section tools then find one); add_manual_section
+    keeps a tight list tight."""
+    work = root / "work"
+    write(work / "main.md", entity("main", "# Main\n\n## Notes\n\n- main note\n"))
+    write(work / "dup.md", entity("dup", "# Dup\n\n## Notes\n\n- dup note\n"))
+    calls = [
+        ("merge_entities", {"source_names": ["dup"], "target_name": "main"}),
+        ("add_entity_content", {"entity_name": "main", "in_section": "Notes", "new_content": "- later note"}),
+        ("add_manual_section", {"toc": "## Conventions", "new_content": "- be brief"}),
+        ("add_manual_section", {"toc": "## Conventions", "new_content": "- be kind"}),
+    ]
+    for tool, arguments in calls:
+        result = await client.call_tool(tool, {"library_name": "work", **arguments})
+        assert not result.is_error, result.content[0].text
+    notes = (work / "main.md").read_text().split("## Notes\n", 1)[1]
+    assert "## Notes" not in notes and "- main note" in notes and "<!-- merged from dup -->" in notes
+    assert "- later note" in notes and (work / "meta.md").read_text() == "## Conventions\n\n- be brief\n- be kind\n"
+
+
 async def test_over_real_stdio(tmp_path, root) -> None:
     write(root / "work" / "日記.md", entity("日記", "# 今日\n\n晴れ。\n\n# 明日\n\n雨。\n"))
-    async with stdio_session("--config", config_file(tmp_path, root), env=server_env()) as session:
+    config = config_file(tmp_path, root)
+    async with stdio_session("--config", config, env=server_env()) as session:
         tools = {t.name for t in (await session.list_tools()).tools}
         result = await session.call_tool(
             "read_entities_sections", {"library_name": "work", "entity_names": ["日記"], "section_globs": ["明日"]}
@@ -135,6 +156,9 @@ async def test_over_real_stdio(tmp_path, root) -> None:
     assert "read_entities_sections" in tools and "add_entities" not in tools  # write is off by default
     assert result.structured_content["entities"][0]["sections"][0]["content"] == "# 明日\n\n雨。\n"
     assert denied.is_error and not (root / "work" / "x.md").exists()
+    # One client's --enable grants it write, on the same shared server.
+    async with stdio_session("--config", config, "--enable", "read,write", env=server_env()) as session:
+        await check_the_designs_edits(session, root)
 
 
 async def test_over_streamable_http(tmp_path, root, http_server) -> None:
@@ -145,5 +169,6 @@ async def test_over_streamable_http(tmp_path, root, http_server) -> None:
             "create_relations", {"library_name": "work", "relations": [{"from": "a", "to": "a", "type": "self"}]}
         )
         found = await client.call_tool("find_relations", {"library_name": "work", "to_entity": "a"})
+        await check_the_designs_edits(client, root)
     assert not made.is_error
     assert found.structured_content["relations"] == [{"from": "a", "to": "a", "type": "self"}]
