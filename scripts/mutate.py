@@ -2204,6 +2204,14 @@ MUTATIONS: list[Mutation] = [
         "add_manual_section keeps a tight list tight: no blank line before an added item",
     ),
     m(
+        "list-item-after-a-wrapped-item-loose",
+        MANUAL + "sections.py",
+        "        if not line.strip() or not line[0].isspace():",
+        "        if True:",
+        "tests/manual/test_manual.py::test_an_item_added_after_a_wrapped_item_keeps_the_list_tight",
+        "add_manual_section keeps a tight list tight after an item wrapped over indented lines",
+    ),
+    m(
         "unknown-tool-not-audited",
         CORE + "host/build.py",
         "        self.host.gate.record_unknown(name, arguments)",

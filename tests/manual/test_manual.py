@@ -35,6 +35,16 @@ async def test_add_manual_section_creates_the_file_and_section_then_appends(manu
     assert path.read_text() == "## Conventions\n\n- be brief\n- be kind\n\n# 規約\n\n日本語で書く。\n"
 
 
+async def test_an_item_added_after_a_wrapped_item_keeps_the_list_tight(manual, root) -> None:
+    path = write(root / "work" / "meta.md", "## Conventions\n\n- names in lower case,\n  even for acronyms\n")
+    async with manual() as tools:
+        await tools.ok("add_manual_section", library_name="work", toc="Conventions", new_content="- be brief")
+        await tools.ok("add_manual_section", library_name="work", toc="Conventions", new_content="A paragraph.")
+    assert path.read_text() == (
+        "## Conventions\n\n- names in lower case,\n  even for acronyms\n- be brief\n\nA paragraph.\n"
+    )
+
+
 async def test_update_manual_section_needs_one_exact_match_within_the_section(manual, root) -> None:
     path = write(root / "work" / "meta.md", MANUAL)
     async with manual() as tools:

@@ -160,6 +160,17 @@ def _list_marker(line: str) -> str | None:
     return None if found is None else found.group(1)[-1]
 
 
+def _last_item(text: str) -> str | None:
+    """The kind of list item ``text`` ends in, its last item going on over indented lines (a wrapped item, a
+    nested block), or None when it ends in no list item."""
+    for line in reversed(text.split("\n")):
+        if (kind := _list_marker(line)) is not None:
+            return kind
+        if not line.strip() or not line[0].isspace():
+            return None
+    return None
+
+
 def append_block(text: str, pos: int, content: str) -> Splice:
     """Insert ``content`` as its own Markdown block at ``pos``: a blank line before it and, when more follows, after."""
     block = content.strip("\n")
@@ -167,9 +178,9 @@ def append_block(text: str, pos: int, content: str) -> Splice:
         raise ToolError("the content to add is empty")
     start = len(text[:pos].rstrip("\n"))
     end = pos + len(text[pos:]) - len(text[pos:].lstrip("\n"))
-    last = text[:start].rsplit("\n", 1)[-1]
     # An item added to a list ends it as one more item: a blank line between them would make a tight list loose.
-    same_list = _list_marker(last) is not None and _list_marker(last) == _list_marker(block.split("\n", 1)[0])
+    last = _last_item(text[:start])
+    same_list = last is not None and last == _list_marker(block.split("\n", 1)[0])
     lead = "\n" if same_list else "\n\n" if start else ""
     tail = "\n\n" if text[end:].strip() else "\n"
     return Splice(start, end, lead + block + tail)
