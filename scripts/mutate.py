@@ -2216,7 +2216,9 @@ MUTATIONS: list[Mutation] = [
         CORE + "host/build.py",
         "        self.host.gate.record_unknown(name, arguments)",
         "        pass",
-        HOST_T + "test_a_call_to_an_unknown_tool_is_audited_as_unknown",
+        HOST_T + "test_a_call_to_an_unknown_tool_is_audited_as_unknown "
+        "tests/core/test_stdio.py::test_the_official_client_over_stdio "
+        "tests/core/test_http.py::test_the_official_client_over_streamable_http[legacy]",
         "a call to a tool no plugin serves is in the audit log, as unknown",
     ),
     m(

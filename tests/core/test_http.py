@@ -10,6 +10,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import HTTP_TOKEN, config_dir, http_client, logs_dir, server_env, write_config
+from tests.core.test_stdio import unknown_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -40,6 +41,9 @@ async def test_the_official_client_over_streamable_http(http_server, tmp_path: P
         assert result.structured_content["text"] == "Hello, Ada!"
         refused = await client.call_tool("count_lines", {"path": "x"})
         assert refused.is_error and "'files' category" in refused.content[0].text
+        unknown = await client.call_tool("nope", {})
+        assert unknown.is_error and "nope" in unknown.content[0].text
+    assert unknown_calls(tmp_path / "data") == [("nope", "unknown")]  # audited all the same
 
 
 async def test_a_configured_token_is_required_on_every_request(http_server, token_config: Path) -> None:

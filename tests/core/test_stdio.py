@@ -58,6 +58,15 @@ async def test_the_official_client_over_stdio(config: Path, tmp_path: Path) -> N
         assert result.structured_content == {"result": "QUIET"}  # prints did not corrupt the stream
         hello = await session.call_tool("hello", {"name": "Ada"})
         assert hello.structured_content["text"] == "Hello, Ada!"
+        unknown = await session.call_tool("nope", {"a": 1})
+        assert unknown.is_error and "nope" in unknown.content[0].text  # type: ignore[union-attr]
+    assert unknown_calls(tmp_path / "data") == [("nope", "unknown")]  # in the audit log all the same
+
+
+def unknown_calls(data: Path) -> list[tuple[str, str]]:
+    """The audit log's records of calls to tools no plugin serves."""
+    records = [json.loads(line) for line in (data / "audit.jsonl").read_text().splitlines()]
+    return [(r["tool"], r["outcome"]) for r in records if r["outcome"] == "unknown"]
 
 
 async def test_client_auto_mode_over_stdio(config: Path, tmp_path: Path) -> None:
