@@ -1933,7 +1933,8 @@ MUTATIONS: list[Mutation] = [
         "plugins/nexus_bridge/nexus_bridge/upstream.py",
         'due = self.state == "down" and (self.retry_at or 0) - time.monotonic() < self.table.connect_timeout',
         "due = False",
-        BT + "test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call",
+        BT + "test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call "
+        "tests/bridge/test_bridge.py::test_over_http_the_call_after_a_crash_reconnects_and_retries_give_up_as_documented",
         "a call to a mount that is down with its retry due within connect_timeout waits for the reconnect",
     ),
     m(
@@ -2226,7 +2227,8 @@ MUTATIONS: list[Mutation] = [
         BRIDGE,
         "            again = await self._reconnected(client)",
         "            again = None",
-        BT + "test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call",
+        BT + "test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_call "
+        "tests/bridge/test_bridge.py::test_over_http_the_call_after_a_crash_reconnects_and_retries_give_up_as_documented",
         "the first call after a stdio upstream crashed reconnects within the call (once)",
     ),
     m(
@@ -2234,7 +2236,8 @@ MUTATIONS: list[Mutation] = [
         BRIDGE,
         "if self.failures >= self.table.retries or unfixable:",
         "if self.failures > self.table.retries or unfixable:",
-        BT + "test_retries_is_the_number_of_failed_attempts_before_giving_up",
+        BT + "test_retries_is_the_number_of_failed_attempts_before_giving_up "
+        "tests/bridge/test_bridge.py::test_over_http_the_call_after_a_crash_reconnects_and_retries_give_up_as_documented",
         "retries = N gives up after N failed attempts, as the README says",
     ),
     m(

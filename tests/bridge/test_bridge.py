@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import (
     alive,
     free_port,
+    http_client,
     nexus_command,
     run_dir,
     server_env,
@@ -279,6 +280,9 @@ async def test_the_first_call_after_a_stdio_upstream_died_reconnects_within_the_
             assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
             count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]
             assert count == "1" and int(pid) != old
+        # The connection lost during the call itself (the bridge could not have seen it go before): sent once more.
+        again = await client.text("up_crash_once", {"marker": str(tmp_path / "crashed")})
+        assert again == "answered after the crash"
 
 
 async def test_retries_is_the_number_of_failed_attempts_before_giving_up(tmp_path: Path) -> None:
@@ -291,6 +295,38 @@ async def test_retries_is_the_number_of_failed_attempts_before_giving_up(tmp_pat
                 await client.call_tool("up_crash", {})
                 await anyio.sleep(0.05)
         result = await client.call_tool("up_echo", {"text": "x"})
+        assert "is unavailable: gave up after 2 failed attempts" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_over_http_the_call_after_a_crash_reconnects_and_retries_give_up_as_documented(
+    tmp_path: Path, http_server: Callable[..., str]
+) -> None:
+    """The two tests above, for a client over Streamable HTTP: one server mounting both upstreams."""
+    upstreams = stdio_upstream(backoff=0.6) + stdio_upstream("flaky", retries=2, backoff=0.05)
+    url = http_server("--config", str(write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + upstreams)), cwd=tmp_path)
+    async with http_client(url) as client:
+
+        async def names() -> set[str]:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+        with anyio.fail_after(30):
+            while not {"up_counter", "flaky_crash"} <= await names():
+                await anyio.sleep(0.05)
+        for _ in range(2):  # a young connection too: the call waits out the backoff
+            old = int((await client.call_tool("up_counter", {})).content[0].text.split(" in ")[1])  # type: ignore[union-attr]
+            _kill(old)
+            await anyio.sleep(0.3)  # the bridge has seen it go: down, its retry not yet due
+            result = await client.call_tool("up_counter", {})
+            assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+            count, pid = result.content[0].text.split(" in ")  # type: ignore[union-attr]
+            assert count == "1" and int(pid) != old
+        again = await client.call_tool("up_crash_once", {"marker": str(tmp_path / "crashed")})
+        assert again.content[0].text == "answered after the crash"  # type: ignore[union-attr]
+        with anyio.fail_after(20):
+            while "flaky_echo" in await names():
+                await client.call_tool("flaky_crash", {})
+                await anyio.sleep(0.05)
+        result = await client.call_tool("flaky_echo", {"text": "x"})
         assert "is unavailable: gave up after 2 failed attempts" in result.content[0].text  # type: ignore[union-attr]
 
 
@@ -419,7 +455,7 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     up = next(line for line in lines if line.strip().startswith("up (stdio"))
-    assert "connected; 11 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
+    assert "connected; 12 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))

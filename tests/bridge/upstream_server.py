@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -79,6 +80,15 @@ def fail(message: str) -> str:
 def crash() -> str:
     """Exit the process in the middle of the call."""
     os._exit(3)
+
+
+@server.tool()
+def crash_once(marker: str) -> str:
+    """Exit the process in the middle of the call, unless the file MARKER says it did already: then answer."""
+    if not Path(marker).exists():
+        Path(marker).touch()
+        os._exit(3)
+    return "answered after the crash"
 
 
 @server.tool()
