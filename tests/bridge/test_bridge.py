@@ -445,6 +445,7 @@ async def test_a_slow_upstream_does_not_delay_initialize(tmp_path: Path) -> None
 
 def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
+    down += server_table("later", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=3, backoff=60)
     keyless = server_table("keyless", type="stdio", command="true", env={"KEY": {"env": "NEXUS_TEST_UNSET"}})
     config = write_config(
         tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"], read_tools=["add"]) + down + keyless
@@ -458,6 +459,8 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert "connected; 12 tools, 2 resources, 1 prompt (1 tool excluded by allow/deny)" in up
     gone = next(line for line in lines if line.strip().startswith("gone (http"))
     assert "unavailable: gave up after 1 failed attempts" in gone and "ConnectError" in gone
+    later = next(line for line in lines if line.strip().startswith("later (http"))  # counted as `retries` is
+    assert "down: ConnectError" in later and "(1 of 3 failed attempts; retry in " in later, later
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))
     assert "gave up after 1 failed attempts: KEY: environment variable NEXUS_TEST_UNSET is not set" in keyless
 

@@ -103,7 +103,7 @@ class Upstream:
             self.state, self.retry_at = "down", time.monotonic() + delay
             self.settled.set()
             self.ctx.log.warning(
-                "upstream '%s' is down (%s); retry %d of %d in %.1f s",
+                "upstream '%s' is down (%s); %d of %d failed attempts, retrying in %.1f s",
                 self.name,
                 self.reason,
                 self.failures,
@@ -398,7 +398,10 @@ class Upstream:
     def describe_state(self) -> str:
         if self.state == "down":
             wait = max(0.0, (self.retry_at or 0) - time.monotonic())
-            return f"down: {self.reason} (retry {self.failures} of {self.table.retries} in {wait:.0f} s)"
+            # Counted as `retries` is: failed attempts, the last of which gives up (never "retry 5 of 5").
+            return (
+                f"down: {self.reason} ({self.failures} of {self.table.retries} failed attempts; retry in {wait:.0f} s)"
+            )
         if self.state == "gave up":
             return f"unavailable: gave up after {self.failures} failed attempts: {self.reason}"
         return self.state
