@@ -2295,6 +2295,15 @@ MUTATIONS: list[Mutation] = [
         "002: EXOCORTEX_EMBEDDING_MODEL is honoured (the config wins)",
     ),
     m(
+        "config-value-error-prefixed",
+        CORE + "config/model.py",
+        '    elif err["type"] == "value_error" and "error" in err.get("ctx", {}):',
+        "    elif False:",
+        "tests/memory/test_design_env.py::"
+        "test_an_embedding_model_nexus_cannot_load_is_a_clear_error_listing_the_ones_it_can",
+        "a validator's error is its own sentence (EXOCORTEX_EMBEDDING_MODEL's lists the embedders), no 'Value error'",
+    ),
+    m(
         "memory-exocortex-log-level-ignored",
         MEMORY + "runtime.py",
         "        ctx.log.setLevel(level)",

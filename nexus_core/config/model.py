@@ -310,6 +310,8 @@ def _problem(err: Any, prefix: str, model: type[BaseModel] | None) -> tuple[str,
         close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6) if loc else []
         if close:
             reason += f" (did you mean '{close[0]}'?)"
+    elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        reason = str(err["ctx"]["error"])  # a validator's own sentence, without pydantic's "Value error, "
     else:
         reason = err["msg"]
     secret = any(word in key.lower() for word in _SECRET_WORDS)
