@@ -1,15 +1,18 @@
-"""The docs are true: one section per hook in docs/plugin_hooks.md, and every command and link shown works."""
+"""The docs are true: one section per hook in docs/plugin_hooks.md, every command and link shown works, and every
+plugin's tool is in its README's tool table."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import click
 
 from nexus_core.host.discovery import get_plugin_manager
+from tests.conftest import nexus_command, server_env
 
 DOCS = Path(__file__).parents[2] / "docs" / "plugin_hooks.md"
 
@@ -132,3 +135,19 @@ def test_every_relative_link_in_the_readme_and_docs_exists() -> None:
             if not path.exists():
                 missing.append(f"{page.name}: {target}")
     assert not missing, missing
+
+
+def test_every_tool_of_a_plugin_is_in_its_readmes_tool_table() -> None:
+    """Each tool a first-party plugin serves (granted or not: `nexus tools` lists them all) is named, as `name`,
+    in a cell of a table row of plugins/nexus_PLUGIN/README.md (not only in another tool's description)."""
+    out = subprocess.run(nexus_command("tools"), capture_output=True, text=True, env=server_env(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    missing = []
+    for line in out.stdout.splitlines()[1:]:
+        tool, plugin = line.split()[:2]
+        readme = REPO / "plugins" / f"nexus_{plugin}" / "README.md"
+        # a code span that opens a cell, or follows ",", ", and" or "/" in one (a cell naming several tools)
+        listed = rf"^\|(?:[^\n]*?(?:\||,|/))?\s*(?:and\s+)?`{tool}\b"
+        if readme.is_file() and not re.search(listed, readme.read_text(), flags=re.MULTILINE):
+            missing.append(f"{plugin}: {tool}")
+    assert not missing, f"tools missing from their plugin README's tool table: {missing}"
