@@ -2283,7 +2283,8 @@ MUTATIONS: list[Mutation] = [
         MEMORY + "runtime.py",
         "    if ctx.data_dir_configured or not given:",
         "    if True:",
-        "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins",
+        "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins "
+        "tests/memory/test_design_env.py::test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it",
         "002: EXOCORTEX_DATA_DIR is honoured (the config wins)",
     ),
     m(
@@ -2291,7 +2292,8 @@ MUTATIONS: list[Mutation] = [
         MEMORY + "config.py",
         '        return {**data, "embedder": wanted}',
         "        return data",
-        "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins",
+        "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins "
+        "tests/memory/test_design_env.py::test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it",
         "002: EXOCORTEX_EMBEDDING_MODEL is honoured (the config wins)",
     ),
     m(
@@ -2308,7 +2310,8 @@ MUTATIONS: list[Mutation] = [
         MEMORY + "runtime.py",
         "        ctx.log.setLevel(level)",
         "        pass",
-        "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins",
+        "tests/memory/test_design_env.py::test_the_design_env_vars_are_honoured_and_the_config_wins "
+        "tests/memory/test_design_env.py::test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it",
         "002: EXOCORTEX_LOG_LEVEL is honoured",
     ),
     m(

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 import nexus_memory
-from tests.conftest import http_client, server_env, stdio_session, write_config
+from tests.conftest import http_client, logs_dir, server_env, stdio_session, write_config
 from tests.memory.helpers import call, store
 
 pytestmark = pytest.mark.anyio
@@ -57,11 +57,11 @@ def test_an_embedding_model_nexus_cannot_load_is_a_clear_error_listing_the_ones_
 async def test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_server_started_without_it(
     tmp_path: Path, http_server: Any, isolated_user_dirs: Path
 ) -> None:
-    """A client launched with EXOCORTEX_DATA_DIR (and _EMBEDDING_MODEL) while another client's shared server, started
-    without them, runs: its memories go where the variables say, over stdio and over Streamable HTTP alike."""
+    """A client launched with EXOCORTEX_DATA_DIR (and _EMBEDDING_MODEL, _LOG_LEVEL) while another client's shared
+    server, started without them, runs: its memories go where the variables say, over stdio and HTTP alike."""
     config = write_config(tmp_path / "nexus.toml", "[plugins.memory]\nwarm_up = false\n")
     exo = tmp_path / "exo"
-    design = server_env(EXOCORTEX_DATA_DIR=str(exo), EXOCORTEX_EMBEDDING_MODEL="minilm")
+    design = server_env(EXOCORTEX_DATA_DIR=str(exo), EXOCORTEX_EMBEDDING_MODEL="minilm", EXOCORTEX_LOG_LEVEL="debug")
     async with stdio_session("--config", str(config), cwd=tmp_path) as plain:
         assert (await call(plain, "ping"))["store"] == "not loaded"  # a shared server without the variables runs
         url = http_server("--config", str(config), env=design, cwd=tmp_path)
@@ -73,3 +73,5 @@ async def test_002s_data_dir_as_written_over_the_relay_and_http_even_beside_a_se
             assert (await call(session, "get_memory", memory_id=over_http))["context"] == "exo"  # one store
     assert stats["total_memories"] == 2 and stats["embedder"] == "minilm"
     assert (exo / "chroma").is_dir() and not (isolated_user_dirs / ".local" / "share" / "nexus" / "memory").exists()
+    logs = "".join(log.read_text() for log in logs_dir(isolated_user_dirs).glob("*.log"))
+    assert f"DEBUG nexus.memory: opened the embedded Chroma in {exo / 'chroma'}" in logs  # the level it was given
