@@ -2279,6 +2279,14 @@ MUTATIONS: list[Mutation] = [
         "002's export and import, as the tools export_memories and import_memories",
     ),
     m(
+        "memory-import-progress-silent",
+        MEMORY + "progress.py",
+        '        report_progress(done, self.total, f"{self.label}: {self._count(done)}")',
+        "        pass",
+        "tests/memory/test_transports.py::test_stdio tests/memory/test_transports.py::test_streamable_http",
+        "import_memories sends its progress (steps of 50 memories) to a caller that asked for it",
+    ),
+    m(
         "memory-exocortex-data-dir-ignored",
         MEMORY + "runtime.py",
         "    if ctx.data_dir_configured or not given:",

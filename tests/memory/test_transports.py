@@ -1,6 +1,7 @@
 """The plugin over real stdio and Streamable HTTP, installed and found through its entry point: text memories, 002's
-summary (the first 200 characters) and case-blind filters, export_memories and import_memories, and images (a file
-inside the roots over stdio, base64 over HTTP) returned as image content and resource links."""
+summary (the first 200 characters) and case-blind filters, export_memories and import_memories (which reports its
+progress), and images (a file inside the roots over stdio, base64 over HTTP) returned as image content and resource
+links."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import http_client, stdio_session, write_config
+from tests.conftest import http_client, server_env, stdio_session, write_config
 from tests.memory.helpers import TRACE, call, screenshot
 
 pytestmark = pytest.mark.anyio
@@ -43,6 +44,17 @@ async def check_the_design_details(client: Any) -> None:
     added = await call(client, "import_memories", lines=[page["lines"][0], json.dumps(line)])
     assert (added["memories"], added["re_embedded"]) == (1, 0)  # the same embedder: its vector is reused
     assert (await call(client, "get_memory", memory_id=copy))["content"] == LONG
+    # 60 memories of another embedder, re-embedded in steps of 50: the caller that asked hears the first
+    other = json.dumps(json.loads(page["lines"][0]) | {"embedder": "another"})
+    bare = {k: v for k, v in line.items() if k != "embedding"}
+    many = [json.dumps(bare | {"id": str(uuid.uuid4()), "content": f"Imported note {i}."}) for i in range(60)]
+    heard: list[tuple[float, Any, Any]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    result = await client.call_tool("import_memories", {"lines": [other, *many]}, progress_callback=on_progress)
+    assert result.structured_content["re_embedded"] == 60 and (50, 60, "import: 50/60 lines") in heard, heard
 
 
 def _config(tmp_path: Path) -> Path:
@@ -51,8 +63,11 @@ def _config(tmp_path: Path) -> Path:
     )
 
 
+FAST = {"NEXUS_PROGRESS_INTERVAL": "0.01"}  # an import's every step is sent
+
+
 async def test_stdio(tmp_path: Path) -> None:
-    async with stdio_session("--config", str(_config(tmp_path))) as session:
+    async with stdio_session("--config", str(_config(tmp_path)), env=server_env(**FAST)) as session:
         names = {t.name for t in (await session.list_tools()).tools}
         assert {"store_memory", "recall_memories"} <= names and "delete_memory" not in names
         stored = await session.call_tool(
@@ -73,7 +88,7 @@ async def test_stdio(tmp_path: Path) -> None:
 
 
 async def test_streamable_http(http_server, tmp_path: Path) -> None:
-    url = http_server("--config", str(_config(tmp_path)))
+    url = http_server("--config", str(_config(tmp_path)), env=server_env(**FAST))
     async with http_client(url) as client:
         with anyio.fail_after(120):  # each HTTP request must answer within the client's timeout: let it warm up
             while (await client.call_tool("ping", {})).structured_content["store"] == "warming up":

@@ -2,7 +2,8 @@
 
 On a terminal the line is redrawn at least every ``STEP`` items and every second (a ticker thread redraws it while
 one step takes longer), with the count, the total, the rate and the time left. Anywhere else (a pipe, the shared
-server's log) only the final line is written: a log gets one line, not a redraw per step.
+server's log) only the final line is written: a log gets one line, not a redraw per step. When a tool runs the job
+(``import_memories``) for a client that asked for progress, each step also goes to that client as MCP progress.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import IO
+
+from nexus_core import report_progress
 
 STEP = 50  # items at most between redraws: the callers work in steps of this size
 TICK = 0.2  # seconds between the ticker's looks; it redraws a line older than STALE
@@ -61,6 +64,8 @@ class Progress:
             # Redrawn when a step as long as this one would take the line more than STEP past the last drawn.
             if self.live and (self.done - self._drawn + n > STEP or now - self._drawn_at >= TICK):
                 self._draw(now)
+            done = self.done
+        report_progress(done, self.total, f"{self.label}: {self._count(done)}")  # a tool's caller, if it asked
 
     def reach(self, n: float) -> None:
         """Count up to ``n``: what a step did not report (files already checked, rounding)."""
