@@ -1869,6 +1869,30 @@ MUTATIONS: list[Mutation] = [
         "tests/console/test_browser.py::test_every_page_at_desktop_and_phone_width_with_an_icon",
         "every console page loads its stylesheet and icon, and fits a phone's width",
     ),
+    m(
+        "console-health-tips-as-an-array",
+        MEMORY + "console/health.js",
+        '        ...(tips(report.suggestions).length ? [h("h2", {}, "Tips")',
+        '        (tips(report.suggestions).length ? [h("h2", {}, "Tips")',
+        "tests/console/test_browser.py::test_health_says_what_its_score_is_and_what_to_do",
+        "the health page draws its tips as a heading and a list (not an array's text)",
+    ),
+    m(
+        "console-health-advice-of-the-tool",
+        MEMORY + "console/health.js",
+        '    archive_candidates: "open each memory below and archive it under Edit',
+        '    archive_candidates_: "open each memory below and archive it under Edit',
+        "tests/console/test_apps.py::test_the_health_page_has_a_title_and_advice_in_words_for_every_issue_type",
+        "the health page advises in words for every issue type analyze_knowledge reports",
+    ),
+    m(
+        "console-archive-not-saved",
+        MEMORY + "console/memories.js",
+        "          if (archived.checked !== m.archived) args.archived = archived.checked;\n",
+        "",
+        "tests/console/test_browser.py::test_a_memory_is_archived_and_brought_back_from_its_edit_form",
+        "a memory is archived and brought back from the console's Edit form",
+    ),
     # -- issue 37: the shared server under stress ------------------------------------------------------------
     m(
         "stress-socket-under-process-umask",
