@@ -1822,6 +1822,22 @@ MUTATIONS: list[Mutation] = [
         "nexus doctor names a plugin that does not load, with why and the fix",
     ),
     m(
+        "doctor-skips-workspace-files",
+        CORE + "cli/doctor.py",
+        "    results += [check_client(name, client, path) for name, client, path in _workspace_files()]\n",
+        "",
+        "tests/core/test_doctor.py::test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed",
+        "nexus doctor checks this folder's own client files (nexus install CLIENT --workspace)",
+    ),
+    m(
+        "doctor-calls-a-config-with-a-failing-plugin-valid",
+        CORE + "cli/doctor.py",
+        "    if not failed:  # a plugin's table is part of the config",
+        "    if True:  # a plugin's table is part of the config",
+        "tests/core/test_doctor.py::test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust",
+        "nexus doctor calls a config valid only when every plugin takes its table",
+    ),
+    m(
         "doctor-ignores-gemini-folder-trust",
         CORE + "cli/doctor.py",
         'if name == "gemini":',

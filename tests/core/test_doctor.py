@@ -23,6 +23,9 @@ def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: 
     cursor.write_text(json.dumps({"mcpServers": {"nexus": {"command": "/nowhere/nexus", "args": ["serve"]}}}))
     claude_code = home / ".claude.json"
     claude_code.write_text("{ not json")
+    workspace = tmp_path / ".vscode" / "mcp.json"  # `nexus install vscode --workspace` in the folder doctor runs in
+    workspace.parent.mkdir()
+    workspace.write_text(json.dumps({"servers": {"nexus": {"type": "stdio", "command": "/gone/nexus", "args": []}}}))
 
     broken = run("doctor", home=home, cwd=tmp_path)
     assert broken.returncode == 1
@@ -30,7 +33,10 @@ def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: 
     assert "fix: run `nexus install cursor`" in broken.stdout
     assert "[FAIL] claude-code" in broken.stdout and "does not parse" in broken.stdout
     assert "[SKIP] codex: not installed" in broken.stdout
+    assert f"[FAIL] vscode ({workspace})" in broken.stdout and "its command '/gone/nexus'" in broken.stdout
+    assert "fix: run `nexus install vscode --workspace`" in broken.stdout
 
+    workspace.unlink()
     claude_code.write_text("{}\n")
     installed = run("install", "cursor", "--root", str(project), home=home, cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
@@ -66,6 +72,7 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
     assert "problem: plugin hello does not load, so its tools are missing:" in broken.stdout
     assert "unknown category 'gret' (did you mean 'greet'?" in broken.stdout
     assert f"fix: fix [plugins.hello] in {config}" in broken.stdout
+    assert f"config {config} is valid" not in broken.stdout  # its [plugins.hello] is not
     assert f"Gemini CLI shows Nexus as Disabled in {project}" in broken.stdout
     assert "every client starts" in broken.stdout  # one install: no second set of servers on the same stores
 
@@ -74,6 +81,7 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
     fixed = run("doctor", home=home, cwd=project)
     assert fixed.returncode == 0, fixed.stdout
     assert f"Gemini CLI trusts {project}" in fixed.stdout and "no problems found" in fixed.stdout
+    assert f"config {config} is valid" in fixed.stdout
 
 
 def test_two_installs_started_by_clients_are_named_as_one_set_of_stores_shared() -> None:
