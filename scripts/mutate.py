@@ -1838,6 +1838,14 @@ MUTATIONS: list[Mutation] = [
         "nexus doctor calls a config valid only when every plugin takes its table",
     ),
     m(
+        "doctor-lists-only-the-first-config-error",
+        CORE + "cli/doctor.py",
+        "        for key, reason in exc.problems:",
+        "        for key, reason in exc.problems[:1]:",
+        "tests/core/test_doctor.py::test_doctor_lists_every_config_error_of_an_entry_with_a_did_you_mean",
+        "nexus doctor lists every config error of a client's entry, each with its fix",
+    ),
+    m(
         "doctor-ignores-gemini-folder-trust",
         CORE + "cli/doctor.py",
         'if name == "gemini":',

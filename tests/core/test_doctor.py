@@ -93,3 +93,17 @@ def test_two_installs_started_by_clients_are_named_as_one_set_of_stores_shared()
     (problem, fix), *_ = two.problems
     assert "2 different Nexus installs (/a/bin/nexus, /b/bin/nexus)" in problem and "same stores" in problem
     assert "nexus install CLIENT" in fix
+
+
+def test_doctor_lists_every_config_error_of_an_entry_with_a_did_you_mean(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    config = tmp_path / "nexus.toml"
+    config.write_text('[server]\nidle_timout = 60\nlog_level = "LOUD"\n')
+    done = run("install", "cursor", "--config", str(config), home=isolated_user_dirs, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    broken = run("doctor", home=isolated_user_dirs, cwd=tmp_path)
+    assert broken.returncode == 1, broken.stdout
+    assert f"problem: config {config}: server.idle_timout: unknown key (did you mean 'idle_timeout'?)" in broken.stdout
+    assert f"problem: config {config}: server.log_level: Input should be" in broken.stdout
+    assert "fix: fix `server.idle_timout`" in broken.stdout and "fix: fix `server.log_level`" in broken.stdout
