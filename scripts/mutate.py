@@ -1798,6 +1798,14 @@ MUTATIONS: list[Mutation] = [
         "nexus config check lists every config error, not the first and a count",
     ),
     m(
+        "config-check-ignores-the-narrowing",
+        CORE + "cli/config.py",
+        "    failed = _check_narrowing(host)\n",
+        "    failed = False\n",
+        "tests/core/test_config.py::test_config_check_names_the_untrusted_folders_file_and_its_unknown_categories",
+        "nexus config check names the untrusted ./nexus.toml that narrows it, and its unknown categories",
+    ),
+    m(
         "config-no-did-you-mean",
         CORE + "config/model.py",
         "        if close:\n            reason += f\" (did you mean '{close[0]}'?)\"",
