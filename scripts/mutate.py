@@ -1854,6 +1854,22 @@ MUTATIONS: list[Mutation] = [
         "nexus doctor lists every config error of a client's entry, each with its fix",
     ),
     m(
+        "doctor-ignores-a-running-servers-failed-plugin",
+        CORE + "cli/doctor.py",
+        'if plugin["status"] not in ("ok", "disabled"):',
+        off('plugin["status"] not in ("ok", "disabled")'),
+        "tests/core/test_doctor.py::test_doctor_names_the_running_servers_their_failed_plugins_and_two_on_one_config",
+        "nexus doctor names a plugin that failed in a running shared server",
+    ),
+    m(
+        "doctor-ignores-two-servers-on-one-config",
+        CORE + "cli/doctor.py",
+        "if len(pids) > 1:",
+        off("len(pids) > 1"),
+        "tests/core/test_doctor.py::test_doctor_names_the_running_servers_their_failed_plugins_and_two_on_one_config",
+        "nexus doctor names two shared servers serving one config (one set of stores)",
+    ),
+    m(
         "doctor-ignores-gemini-folder-trust",
         CORE + "cli/doctor.py",
         'if name == "gemini":',

@@ -107,3 +107,20 @@ def test_doctor_lists_every_config_error_of_an_entry_with_a_did_you_mean(
     assert f"problem: config {config}: server.idle_timout: unknown key (did you mean 'idle_timeout'?)" in broken.stdout
     assert f"problem: config {config}: server.log_level: Input should be" in broken.stdout
     assert "fix: fix `server.idle_timout`" in broken.stdout and "fix: fix `server.log_level`" in broken.stdout
+
+
+def test_doctor_names_the_running_servers_their_failed_plugins_and_two_on_one_config(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    config = tmp_path / "nexus.toml"
+    off = "".join(f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "bridge"))
+    config.write_text(f'[server]\ndata_dir = "data"\n[plugins.hello]\ncategories = ["greet", "gret"]\n{off}')
+    for extra in ((), ("--set", 'plugins.hello.greeting="Hi"')):  # two servers, one config: one set of stores
+        started = run("server", "start", "--config", str(config), *extra, home=isolated_user_dirs, cwd=tmp_path)
+        assert started.returncode == 0, started.stderr
+    out = run("doctor", home=isolated_user_dirs, cwd=tmp_path)
+    assert out.returncode == 1, out.stdout
+    assert out.stdout.count(f" serves {config}: up ") == 2
+    assert "problem: plugin hello: failed:" in out.stdout and "unknown category 'gret'" in out.stdout
+    assert "last error in its log:" in out.stdout and " ERROR nexus: plugin 'hello' not loaded" in out.stdout
+    assert "problem: 2 shared servers (pids " in out.stdout and f") serve {config}: their plugins share" in out.stdout
