@@ -1147,6 +1147,14 @@ MUTATIONS: list[Mutation] = [
         '`nexus serve --transport http` stops cleanly on Ctrl-C (status 0, no "Aborted!")',
     ),
     m(
+        "standalone-http-ctrl-c-aborts",
+        CORE + "cli/serve.py",
+        "                except KeyboardInterrupt:  # as in the shared server's",
+        "                except ZeroDivisionError:  # as in the shared server's",
+        "tests/core/test_quiet_logs.py::test_ctrl_c_stops_a_standalone_http_server_cleanly",
+        '`nexus serve --standalone --transport http` stops cleanly on Ctrl-C (status 0, no "Aborted!")',
+    ),
+    m(
         "call-builds-its-own-host",
         CORE + "cli/plugins.py",
         'runner = _call_standalone if values.get("standalone") else _call_shared',
