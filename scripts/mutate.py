@@ -1942,6 +1942,22 @@ MUTATIONS: list[Mutation] = [
         "the health page advises in words for every issue type analyze_knowledge reports",
     ),
     m(
+        "console-health-issues-in-the-tools-order",
+        MEMORY + "console/health.js",
+        "...[...report.issues].sort((a, b) => RANK[a.severity] - RANK[b.severity]).map(",
+        "...[...report.issues].map(",
+        "tests/console/test_browser.py::test_health_says_what_its_score_is_and_what_to_do",
+        "the health page lists its issues most serious first",
+    ),
+    m(
+        "console-weak-results-shown",
+        MEMORY + "console/memories.js",
+        "const close = found.memories.filter((m) => (m.similarity ?? 1) >= FLOOR);",
+        "const close = found.memories.filter((m) => (m.similarity ?? 1) >= 0);",
+        "tests/console/test_browser.py::test_weak_search_results_are_folded_away",
+        "search results below the relevance floor are folded away",
+    ),
+    m(
         "console-archive-not-saved",
         MEMORY + "console/memories.js",
         "          if (archived.checked !== m.archived) args.archived = archived.checked;\n",
