@@ -1910,6 +1910,23 @@ MUTATIONS: list[Mutation] = [
         "nexus install vscode writes the user profile's mcp.json",
     ),
     m(
+        "cline-cli-writes-the-extensions-file",
+        CORE + "clients/installers.py",
+        'os.environ.get("CLINE_MCP_SETTINGS_PATH") or Path.home() / ".cline/data/settings/cline_mcp_settings.json"',
+        'os.environ.get("CLINE_MCP_SETTINGS_PATH") or _app_config("Code/User/globalStorage/saoudrizwan.claude-dev/'
+        'settings/cline_mcp_settings.json")',
+        "tests/core/test_clients.py::test_each_client_writes_where_it_reads[cline-cli]",
+        "nexus install cline-cli writes the Cline CLI's own file",
+    ),
+    m(
+        "install-says-no-next-step",
+        CORE + "cli/install.py",
+        "    if target.next_step:\n        click.echo",
+        "    if False:\n        click.echo",
+        "tests/core/test_clients.py::test_install_says_the_step_left_in_the_client",
+        "each install prints the step still needed in the client (Gemini: trust the folder; VS Code: start it)",
+    ),
+    m(
         "console-reads-flood-activity",
         CORE + "console/app.py",
         'quiet = frozenset() if query.get("own") == "1" else activity.read_tools(self.console.host)',
