@@ -95,7 +95,7 @@
       h("p", {}, issue.message),
       h("p", { class: "advice" }, "What to do: ", ADVICE[issue.type] || REVIEW),
       fixes(issue, nx, status, again),
-      h("details", {}, h("summary", {}, `${issue.affected.length} memories concerned`), h("ul", { class: "affected" }, shown.map((id) => h("li", { "data-id": id }, nx.link(id, `memory/memories/m/${encodeURIComponent(id)}`)))), issue.affected.length > SHOWN ? h("p", { class: "muted" }, `and ${issue.affected.length - SHOWN} more`) : ""),
+      h("details", {}, h("summary", {}, `${issue.affected.length} ${issue.affected.length === 1 ? "memory" : "memories"} concerned`), h("ul", { class: "affected" }, shown.map((id) => h("li", { "data-id": id }, nx.link(id, `memory/memories/m/${encodeURIComponent(id)}`)))), issue.affected.length > SHOWN ? h("p", { class: "muted" }, `and ${issue.affected.length - SHOWN} more`) : ""),
     );
   }
 
