@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +14,9 @@ from nexus_core.cli.output import fail
 from nexus_core.cli.plugins import built_host
 from nexus_core.config.lookup import CONFIG_NAME, user_config_path
 from nexus_core.serve.options import CONFIG_FLAGS
+
+if TYPE_CHECKING:
+    from nexus_core.host.build import Host
 
 
 @click.group()
@@ -49,7 +53,7 @@ def config_check(**values: Any) -> None:
     host = built_host(values)
     click.echo(f"config: {host.config.source}")
     click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")
-    failed = False
+    failed = _check_narrowing(host)
     for state in sorted(host.plugins.values(), key=lambda s: s.name):
         if state.error is None:
             click.echo(f"\n[plugins.{state.name}] {state.status}")
@@ -73,3 +77,27 @@ def config_check(**values: Any) -> None:
         click.echo(f"  roots: {roots}")
         click.echo(f"  deny_paths: {', '.join(state.ctx.paths.deny_patterns) or '-'}")
     sys.exit(1 if failed else 0)
+
+
+def _check_narrowing(host: Host) -> bool:
+    """The untrusted ``./nexus.toml`` that narrows what a client launched here gets, and the categories it names
+    that its plugin does not declare (a typo takes away nothing it meant to); True when there are such."""
+    from nexus_core.access.sessions import process_session
+
+    narrowing = process_session().narrowing
+    if narrowing is None:
+        return False
+    click.echo(
+        f"narrowed by: {narrowing.source} (a folder you have not trusted: it may only take away; "
+        f"`nexus trust {narrowing.source.parent}` makes it your config)"
+    )
+    wrong = False
+    for name, table in sorted(narrowing.plugins.items()):
+        state = host.plugins.get(name)
+        declared = list(state.categories) if state is not None else []
+        for category in sorted((table.categories or frozenset()) - set(declared)) if declared else ():
+            close = difflib.get_close_matches(category, declared, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (plugin '{name}' declares: {', '.join(declared)})"
+            click.echo(f"  error: {narrowing.source}: plugins.{name}.categories: unknown category '{category}'{hint}")
+            wrong = True
+    return wrong

@@ -78,25 +78,37 @@ def _nexus_beside(command: str) -> str:
     return str(path.with_name(path.name.replace("nexus-mcp-server", "nexus")))
 
 
-def check_client(name: str, client: installers.Client) -> Check:
-    check = Check(name)
-    path = client.file()
+def check_client(name: str, client: installers.Client, workspace: Path | None = None) -> Check:
+    """The client's user file, or (``workspace``) a folder's own file that ``nexus install --workspace`` wrote."""
+    check = Check(f"{name} ({workspace})" if workspace else name)
+    path, install = (workspace, f"{name} --workspace") if workspace else (client.file(), name)
     if not path.exists():
         check.skipped = f"not installed ({path} does not exist)"
         return check
     try:
         found = entries(client, path)
     except (ValueError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        check.problems.append((f"{path} does not parse: {exc}", f"fix the file by hand, then `nexus install {name}`"))
+        fix = f"fix the file by hand, then `nexus install {install}`"
+        check.problems.append((f"{path} does not parse: {exc}", fix))
         return check
     if not found:
-        check.skipped = f"no Nexus entry in {path} (`nexus install {name}` adds one)"
+        check.skipped = f"no Nexus entry in {path} (`nexus install {install}` adds one)"
         return check
     for server_name, entry in found.items():
-        _check_entry(check, name, server_name, entry)
+        _check_entry(check, install, server_name, entry)
     if name == "gemini":
         _check_gemini_trust(check, Path.cwd())
     return check
+
+
+def _workspace_files() -> list[tuple[str, installers.Client, Path]]:
+    """This folder's own client files (``nexus install CLIENT --workspace``), other than the user's."""
+    found = []
+    for name, client in installers.CLIENTS.items():
+        path = Path.cwd() / client.workspace if client.workspace else None
+        if path is not None and path.is_file() and path.resolve() != client.file().resolve():
+            found.append((name, client, path))
+    return found
 
 
 def _check_gemini_trust(check: Check, folder: Path) -> None:
@@ -156,7 +168,6 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
         config = _config(options.config)
         if options.profile:
             config.profile(options.profile)
-        check.ok.append(f"config {config.source} is valid")
         check.configs.add(str(config.path or "defaults"))
     except ConfigError as exc:
         for key, reason in exc.problems:
@@ -166,6 +177,8 @@ def _check_entry(check: Check, client: str, server_name: str, entry: dict[str, A
         check.problems.append((f"config: {exc}", "fix the file (`nexus config check` lists every error)"))
         return
     failed = _failed_plugins(nexus, options.config, options.overrides)
+    if not failed:  # a plugin's table is part of the config: valid only when every plugin takes its own
+        check.ok.append(f"config {config.source} is valid")
     for plugin, reasons in failed.items():
         for reason in reasons:
             check.problems.append(
@@ -343,6 +356,7 @@ def doctor() -> None:
     """Check every installed client's Nexus entry and the shared server; print each problem with its fix."""
     _failed_plugins.cache_clear()  # a run's own: the files may have changed since the last (a test's process)
     results = [check_client(name, client) for name, client in installers.CLIENTS.items()]
+    results += [check_client(name, client, path) for name, client, path in _workspace_files()]
     results.append(check_installs(results))
     results.append(check_shared_server())
     for check in results:

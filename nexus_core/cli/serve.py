@@ -76,6 +76,9 @@ def standalone(options: ServeOptions) -> None:
                 http = config.server.http
                 bind = options.bind or http.host
                 port = http.port if options.port is None else options.port
-                anyio.run(lambda: serve_http(host, bind=bind, port=port, sse=options.transport == "sse"))
+                try:
+                    anyio.run(lambda: serve_http(host, bind=bind, port=port, sse=options.transport == "sse"))
+                except KeyboardInterrupt:  # as in the shared server's: Ctrl-C is a clean stop, not "Aborted!"
+                    click.echo("nexus: stopped serving HTTP", err=True)
     except NexusError as exc:
         fail(str(exc))

@@ -122,6 +122,12 @@ MEMORIES = [
         "tags": ["security", "python"],
         "memory_type": "note",
     },
+    {  # untagged: a low-severity issue the tool reports before a high one (the health page puts it after)
+        "content": "Release notes are drafted from the merged pull requests' titles every Friday.",
+        "context_name": "reports",
+        "tags": [],
+        "memory_type": "note",
+    },
 ]
 
 

@@ -86,3 +86,18 @@ def test_a_plugin_whose_pages_fail_loses_only_its_pages(make_host: Any, caplog: 
     keys = [p.key for p in collect_pages(host)]
     assert keys == ["graph/graph", "core/activity"]
     assert "plugin 'broken': console pages not added: boom" in caplog.text
+
+
+def test_the_health_page_has_a_title_and_advice_in_words_for_every_issue_type() -> None:
+    """analyze_knowledge's advice names tools (for an assistant); the health page says what a person does
+    instead, for each issue type the tool can report (a new one without words here fails this test)."""
+    from typing import get_args
+
+    from nexus_memory.models import IssueType
+
+    page = (Path(nexus_memory.__file__).parent / "console" / "health.js").read_text(encoding="utf-8")
+    tables = {name: page.split(f"const {name} = {{", 1)[1].split("};", 1)[0] for name in ("TITLES", "ADVICE")}
+    for issue in get_args(IssueType):
+        for name, table in tables.items():
+            words = table.split(f"{issue}: ", 1)[1].split("\n", 1)[0] if f"{issue}: " in table else ""
+            assert words.startswith('"') and "_" not in words, f"{name} has no words for {issue}"

@@ -7,6 +7,7 @@ checks the outcome through the official MCP client of the same server (and its a
 from __future__ import annotations
 
 import http.server
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -313,11 +314,14 @@ def test_health_says_what_its_score_is_and_what_to_do(page: Any, console_server:
     page.locator(".issue").first.wait_for()
     assert "health score" in page.locator(".health-score-box").inner_text().lower()
     assert "/ 100" in page.locator(".health-score").inner_text()
+    page.locator("h2:text-is('Tips')").wait_for()
     text = page.locator("#main").inner_text()
     assert "issues above" not in text
+    assert "[object" not in text, text  # every part of the page drawn as itself, none as a JavaScript object's name
+    assert not re.search(r"\b(store|update|link|explore|recall|list|get|delete)_\w+", text), text  # no tool names
     severities = page.eval_on_selector_all(".issue h3 .badge", "b => b.map(x => x.textContent)")
     rank = {"high severity": 0, "medium severity": 1, "low severity": 2}
-    assert severities and [rank[s] for s in severities] == sorted(rank[s] for s in severities)
+    assert len(set(severities)) > 1 and [rank[s] for s in severities] == sorted(rank[s] for s in severities)
     for advice in page.locator(".issue .advice").all_inner_texts():  # words, not tool names
         assert "_" not in advice and advice.startswith("What to do: ")
 
@@ -330,3 +334,16 @@ def test_weak_search_results_are_folded_away(page: Any, console_server: ConsoleS
     assert shown and min(shown) >= 0.2
     folded = page.locator(".results-area details.weak")
     assert folded.count() == 1 and "weaker match" in folded.locator("summary").inner_text()
+
+
+def test_a_memory_is_archived_and_brought_back_from_its_edit_form(page: Any, console_server: ConsoleServer) -> None:
+    """What the health page advises for old memories ("archive it under Edit") can be done there."""
+    memory_id = console_server.memory_ids[2]
+    page.goto(page.url.split("#")[0] + f"#/memory/memories/m/{memory_id}")
+    page.wait_for_selector("h1[data-memory]")
+    for archived in (True, False):
+        page.click("details.panel summary:has-text('Edit')")
+        page.set_checked("input[name=archived]", archived)
+        page.click("button:has-text('Save changes')")
+        page.wait_for_selector(".meta .chip.archived", state="visible" if archived else "detached")
+        assert console_server.call("get_memory", {"memory_id": memory_id})["archived"] is archived

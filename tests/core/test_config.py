@@ -131,3 +131,19 @@ def test_an_unknown_key_is_hinted_at_any_depth(tmp_path: Path) -> None:
         "server.audit.enabeld": "unknown key (did you mean 'enabled'?) (got True)",
         "profiles.work.plugns": "unknown key (did you mean 'plugins'?)",
     }
+
+
+def test_config_check_names_the_untrusted_folders_file_and_its_unknown_categories(tmp_path: Path) -> None:
+    """`nexus config init` then `nexus config check` in a folder not trusted: the file only narrows, and a typo in
+    it is an error like one in the config."""
+    import subprocess
+
+    from tests.conftest import nexus_command, server_env
+
+    (tmp_path / "nexus.toml").write_text('[plugins.hello]\ncategories = ["greet", "fils"]\n')
+    out = subprocess.run(
+        nexus_command("config", "check"), capture_output=True, text=True, timeout=120, env=server_env(), cwd=tmp_path
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"narrowed by: {tmp_path.resolve() / 'nexus.toml'} (a folder you have not trusted" in out.stdout
+    assert "plugins.hello.categories: unknown category 'fils' (did you mean 'files'?)" in out.stdout

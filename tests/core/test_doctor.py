@@ -23,6 +23,9 @@ def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: 
     cursor.write_text(json.dumps({"mcpServers": {"nexus": {"command": "/nowhere/nexus", "args": ["serve"]}}}))
     claude_code = home / ".claude.json"
     claude_code.write_text("{ not json")
+    workspace = tmp_path / ".vscode" / "mcp.json"  # `nexus install vscode --workspace` in the folder doctor runs in
+    workspace.parent.mkdir()
+    workspace.write_text(json.dumps({"servers": {"nexus": {"type": "stdio", "command": "/gone/nexus", "args": []}}}))
 
     broken = run("doctor", home=home, cwd=tmp_path)
     assert broken.returncode == 1
@@ -30,7 +33,10 @@ def test_doctor_names_each_problem_with_its_fix_and_passes_once_fixed(tmp_path: 
     assert "fix: run `nexus install cursor`" in broken.stdout
     assert "[FAIL] claude-code" in broken.stdout and "does not parse" in broken.stdout
     assert "[SKIP] codex: not installed" in broken.stdout
+    assert f"[FAIL] vscode ({workspace})" in broken.stdout and "its command '/gone/nexus'" in broken.stdout
+    assert "fix: run `nexus install vscode --workspace`" in broken.stdout
 
+    workspace.unlink()
     claude_code.write_text("{}\n")
     installed = run("install", "cursor", "--root", str(project), home=home, cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
@@ -66,6 +72,7 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
     assert "problem: plugin hello does not load, so its tools are missing:" in broken.stdout
     assert "unknown category 'gret' (did you mean 'greet'?" in broken.stdout
     assert f"fix: fix [plugins.hello] in {config}" in broken.stdout
+    assert f"config {config} is valid" not in broken.stdout  # its [plugins.hello] is not
     assert f"Gemini CLI shows Nexus as Disabled in {project}" in broken.stdout
     assert "every client starts" in broken.stdout  # one install: no second set of servers on the same stores
 
@@ -74,6 +81,7 @@ def test_doctor_names_a_plugin_that_does_not_load_and_gemini_folder_trust(
     fixed = run("doctor", home=home, cwd=project)
     assert fixed.returncode == 0, fixed.stdout
     assert f"Gemini CLI trusts {project}" in fixed.stdout and "no problems found" in fixed.stdout
+    assert f"config {config} is valid" in fixed.stdout
 
 
 def test_two_installs_started_by_clients_are_named_as_one_set_of_stores_shared() -> None:
@@ -85,3 +93,34 @@ def test_two_installs_started_by_clients_are_named_as_one_set_of_stores_shared()
     (problem, fix), *_ = two.problems
     assert "2 different Nexus installs (/a/bin/nexus, /b/bin/nexus)" in problem and "same stores" in problem
     assert "nexus install CLIENT" in fix
+
+
+def test_doctor_lists_every_config_error_of_an_entry_with_a_did_you_mean(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    config = tmp_path / "nexus.toml"
+    config.write_text('[server]\nidle_timout = 60\nlog_level = "LOUD"\n')
+    done = run("install", "cursor", "--config", str(config), home=isolated_user_dirs, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    broken = run("doctor", home=isolated_user_dirs, cwd=tmp_path)
+    assert broken.returncode == 1, broken.stdout
+    assert f"problem: config {config}: server.idle_timout: unknown key (did you mean 'idle_timeout'?)" in broken.stdout
+    assert f"problem: config {config}: server.log_level: Input should be" in broken.stdout
+    assert "fix: fix `server.idle_timout`" in broken.stdout and "fix: fix `server.log_level`" in broken.stdout
+
+
+def test_doctor_names_the_running_servers_their_failed_plugins_and_two_on_one_config(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    config = tmp_path / "nexus.toml"
+    off = "".join(f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "bridge"))
+    config.write_text(f'[server]\ndata_dir = "data"\n[plugins.hello]\ncategories = ["greet", "gret"]\n{off}')
+    for extra in ((), ("--set", 'plugins.hello.greeting="Hi"')):  # two servers, one config: one set of stores
+        started = run("server", "start", "--config", str(config), *extra, home=isolated_user_dirs, cwd=tmp_path)
+        assert started.returncode == 0, started.stderr
+    out = run("doctor", home=isolated_user_dirs, cwd=tmp_path)
+    assert out.returncode == 1, out.stdout
+    assert out.stdout.count(f" serves {config}: up ") == 2
+    assert "problem: plugin hello: failed:" in out.stdout and "unknown category 'gret'" in out.stdout
+    assert "last error in its log:" in out.stdout and " ERROR nexus: plugin 'hello' not loaded" in out.stdout
+    assert "problem: 2 shared servers (pids " in out.stdout and f") serve {config}: their plugins share" in out.stdout

@@ -38,6 +38,28 @@ def test_stopping_the_shared_server_with_http_on_logs_no_traceback(tmp_path: Pat
     assert "Traceback" not in text and "CancelledError" not in text and " ERROR " not in text
 
 
+def test_ctrl_c_stops_a_standalone_http_server_cleanly(tmp_path: Path) -> None:
+    """A person stops `nexus serve --standalone --transport http` with Ctrl-C: status 0, one line, no "Aborted!"."""
+    import signal
+
+    from tests.conftest import wait_listening
+
+    off = "".join(f"[plugins.{p}]\nenabled = false\n" for p in ("files", "memory", "graph", "manual", "bridge"))
+    config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "data"\n{off}')
+    port = _free_port()
+    where = ("--port", str(port), "--config", str(config))
+    command = nexus_command("serve", "--standalone", "--transport", "http", *where)
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, env=server_env(HOME=str(tmp_path / "home")))
+    try:
+        wait_listening(proc, port)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    text = stderr.decode()
+    assert proc.returncode == 0, text
+    assert text.rstrip().endswith("nexus: stopped serving HTTP") and "Aborted" not in text and "Traceback" not in text
+
+
 def test_other_libraries_info_stays_out_of_the_log_unless_verbose(tmp_path: Path) -> None:
     config = write_config(tmp_path / "nexus.toml", '[server]\nlog_level = "INFO"\n')
     root, nexus = logging.getLogger(), logging.getLogger("nexus.memory")

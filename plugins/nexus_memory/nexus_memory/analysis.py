@@ -164,8 +164,8 @@ def _issues(records: list[Record], unlinked: list[str], stale_days: int, now: da
             Issue(
                 type="orphan_memories",
                 severity=_severity(share),
-                message=f"{len(untagged)} of {total} memories have no tags, so tag filters "
-                "and explore_related cannot reach them",
+                message=f"{len(untagged)} of {total} memories have no tags, so filtering or exploring by tag "
+                "cannot reach them",
                 affected_memory_ids=untagged,
                 suggested_action="Add tags using update_memory(memory_id, tags=[...])",
             )
@@ -208,7 +208,9 @@ def _issues(records: list[Record], unlinked: list[str], stale_days: int, now: da
             Issue(
                 type="similar_tags",
                 severity="low" if len(groups) < 3 else "medium",
-                message=f"{len(groups)} groups of tags look like spellings of one tag",
+                message=f"{len(groups)} groups of tags look like spellings of one tag"
+                if len(groups) > 1
+                else "1 group of tags looks like spellings of one tag",
                 affected_memory_ids=affected,
                 suggested_action="Pick one spelling per group (the first is the most used) and "
                 "update_memory the affected memories' tags",

@@ -14,6 +14,7 @@ Nexus.memoryFields = (() => {
     tags: m.tags ?? [],
     created: m.created_at,
     updated: m.updated_at,
+    archived: m.archived ?? false, // added by Nexus: left out of recall and lists unless asked for
     similarity: m.similarity,
     score: m.score, // added by Nexus: similarity plus the exact-term boost
   });

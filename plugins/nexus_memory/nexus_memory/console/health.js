@@ -51,7 +51,8 @@
         ),
         report.issues.length ? h("h2", {}, `${report.issues.length} ${report.issues.length === 1 ? "issue" : "issues"}, most serious first`) : h("p", { class: "notice" }, "No issues."),
         ...[...report.issues].sort((a, b) => RANK[a.severity] - RANK[b.severity]).map((issue) => issuePanel(issue, nx, status, again)),
-        tips(report.suggestions).length ? [h("h2", {}, "Tips"), h("ul", { class: "suggestions" }, tips(report.suggestions).map((s) => h("li", {}, s)))] : "",
+        // spread: replaceChildren, unlike h, does not flatten an array (it would print "[object HTMLHeadingElement]")
+        ...(tips(report.suggestions).length ? [h("h2", {}, "Tips"), h("ul", { class: "suggestions" }, tips(report.suggestions).map((s) => h("li", {}, s)))] : []),
       );
       for (const list of body.querySelectorAll("ul.affected")) summaries(list, nx);
     },
@@ -63,6 +64,7 @@
     low_connectivity: "Memories not linked to others",
     stale_memories: "Old or superseded memories",
     similar_tags: "Tags that look like one tag spelled differently",
+    archive_candidates: "Memories that may no longer help",
   };
   // What a person does here, in words (the tool's own advice names tools, for an assistant).
   const ADVICE = {
@@ -70,11 +72,15 @@
     low_connectivity: "link memories that belong together: press the button below for suggestions to accept, or open a memory and link it to another.",
     stale_memories: "open each memory below and archive what no longer helps; archived memories stay findable when you ask for them.",
     similar_tags: "press the button to give every memory the most used spelling.",
+    archive_candidates: "open each memory below and archive it under Edit if it no longer helps; archived memories stay findable when you ask for them.",
   };
+  // An issue type this page does not know yet: a sentence, never the tool's advice (it names tools).
+  const REVIEW = "open the memories below and review them.";
   /** The report's general suggestions a person can act on (those about the issues are the issues themselves). */
   function tips(suggestions) {
     const words = {
       "Don't forget to record failures too!": "Record what failed too, not only what worked: it saves the next attempt.",
+      "Store what you learn with store_memory: fixes, failures, decisions and insights": "Nothing is stored yet: ask your assistant to remember fixes, failures, decisions and insights as you work.",
     };
     return suggestions.filter((s) => !s.startsWith("Address issues")).map((s) => words[s] || s.replace(/ \(memory_type '(\w+)'\)/, " (type: $1)"));
   }
@@ -87,9 +93,9 @@
       { class: "panel issue", "data-issue": issue.type },
       h("h3", {}, h("span", { class: `badge severity-${issue.severity}` }, `${issue.severity} severity`), " ", TITLES[issue.type] || issue.type.replace(/_/g, " ")),
       h("p", {}, issue.message),
-      h("p", { class: "advice" }, "What to do: ", ADVICE[issue.type] || issue.action),
+      h("p", { class: "advice" }, "What to do: ", ADVICE[issue.type] || REVIEW),
       fixes(issue, nx, status, again),
-      h("details", {}, h("summary", {}, `${issue.affected.length} memories concerned`), h("ul", { class: "affected" }, shown.map((id) => h("li", { "data-id": id }, nx.link(id, `memory/memories/m/${encodeURIComponent(id)}`)))), issue.affected.length > SHOWN ? h("p", { class: "muted" }, `and ${issue.affected.length - SHOWN} more`) : ""),
+      h("details", {}, h("summary", {}, `${issue.affected.length} ${issue.affected.length === 1 ? "memory" : "memories"} concerned`), h("ul", { class: "affected" }, shown.map((id) => h("li", { "data-id": id }, nx.link(id, `memory/memories/m/${encodeURIComponent(id)}`)))), issue.affected.length > SHOWN ? h("p", { class: "muted" }, `and ${issue.affected.length - SHOWN} more`) : ""),
     );
   }
 

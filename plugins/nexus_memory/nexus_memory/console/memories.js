@@ -170,6 +170,7 @@
         "div",
         { class: "row meta" },
         h("span", { class: "chip" }, m.type),
+        m.archived ? h("span", { class: "chip archived" }, "archived") : "",
         h("span", {}, "project ", h("strong", {}, m.context)),
         h("span", { class: "tags" }, nx.chips(m.tags)),
         h("span", { class: "muted" }, `created ${nx.when(m.created)}`, m.updated ? ` · updated ${nx.when(m.updated)}` : ""),
@@ -209,6 +210,7 @@
     const content = h("textarea", { name: "content" }, m.content);
     const tags = h("input", { name: "tags", value: m.tags.join(", "), size: 40 });
     const type = h("select", { name: "memory_type" }, F.types.map((t) => nx.option(t, t, m.type)));
+    const archived = h("input", { type: "checkbox", name: "archived", checked: m.archived });
     const form = h(
       "form",
       {
@@ -220,6 +222,7 @@
           const newTags = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
           if (newTags.join("\n") !== m.tags.join("\n")) args.tags = newTags;
           if (type.value !== m.type) args.memory_type = type.value;
+          if (archived.checked !== m.archived) args.archived = archived.checked;
           act(status, nx, async () => {
             if (Object.keys(args).length === 1) return "Nothing changed.";
             await nx.call("update_memory", args);
@@ -229,6 +232,7 @@
       },
       h("label", { class: "field" }, "Content (Markdown)", content),
       h("div", { class: "row" }, h("label", { class: "field" }, "Tags, comma-separated", tags), h("label", { class: "field" }, "Type", type)),
+      h("label", { class: "check" }, archived, " Archived: left out of searches and lists unless asked for"),
       h("button", { type: "submit", class: "primary" }, "Save changes"),
     );
     return h("details", { class: "panel" }, h("summary", {}, "Edit"), form);
