@@ -1830,6 +1830,14 @@ MUTATIONS: list[Mutation] = [
         "a tool call's argument error names the keys the tool does not take",
     ),
     m(
+        "unknown-argument-of-a-valid-call-dropped",
+        CORE + "host/build.py",
+        "if sdk_tool and unknown_keys(arguments, schema):",
+        "if False:",
+        "tests/core/test_errors.py::test_a_valid_call_with_a_key_the_tool_does_not_take_is_refused_not_run",
+        "a key the tool does not take is an error even when the rest of the call is valid",
+    ),
+    m(
         "doctor-ignores-plugins-that-fail",
         CORE + "cli/doctor.py",
         "failed = _failed_plugins(nexus, options.config, options.overrides)",

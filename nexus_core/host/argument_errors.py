@@ -39,7 +39,7 @@ def argument_error(
 def unknown_keys(arguments: Mapping[str, Any] | None, schema: Mapping[str, Any] | None) -> list[str]:
     """``'name' is not an argument of this tool (did you mean 'entity_name'?)`` for each unknown key."""
     known = list((schema or {}).get("properties") or {})
-    if not arguments or not known:
+    if not arguments or not known or (schema or {}).get("additionalProperties"):  # a tool that takes any key
         return []
     found = []
     for key in arguments:

@@ -48,7 +48,7 @@ from nexus_core.errors import ConfigError, NexusError, PluginError
 from nexus_core.fs.atomic import sweep
 from nexus_core.fs.paths import PathPolicy
 from nexus_core.host import progress, sdk, tracing
-from nexus_core.host.argument_errors import argument_error
+from nexus_core.host.argument_errors import argument_error, unknown_keys
 from nexus_core.host.discovery import NexusPluginManager, PluginRecord
 from nexus_core.host.live_items import Kind, LiveCatalog, LivePrompt, LiveResource, LiveTool, Published
 from nexus_core.host.registrars import (
@@ -158,11 +158,13 @@ class NexusServer(MCPServer[Any]):
             limiter.acquire_nowait()  # a free place is taken at once: the awaited acquire costs a turn of the loop
         except anyio.WouldBlock:
             await limiter.acquire()
+        schema = sdk_tool.parameters if (sdk_tool := self.host.tools[name].sdk) else None
         try:
+            if sdk_tool and unknown_keys(arguments, schema):  # a misspelt optional key would silently be dropped
+                raise ToolError(_unknown_arguments(name, sdk_tool, arguments))
             return await MCPServer.call_tool(self, name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the SDK's dump of the arguments model, in one line
-                schema = self.host.tools[name].sdk.parameters if self.host.tools[name].sdk else None
                 raise ToolError(argument_error(name, exc.__cause__, arguments, schema)) from None
             if isinstance(exc, UnexpectedToolError) and exc.__cause__ is not None:  # the SDK says nothing of why
                 raise ToolError(f"{exc}: {crash_reason(exc.__cause__)}") from exc.__cause__
@@ -683,6 +685,15 @@ def _claim(owners: dict[str, str], what: str, plugin: str, *, prefix_hint: bool 
 def _entry(spec: ToolSpec, name: str, grants: Grants) -> ToolEntry:
     refusal, fixed = grants.refusal({spec.name, name}, spec.category), grants.refusal({spec.name, name}, None)
     return ToolEntry(name, spec, refusal, None if refusal else _sdk_tool(name, spec), fixed)
+
+
+def _unknown_arguments(name: str, tool: Tool, arguments: dict[str, Any]) -> str:
+    """The error of a call that gives keys ``tool`` does not take, with whatever else is wrong with it."""
+    try:
+        tool.fn_metadata.arg_model.model_validate(arguments)
+    except ValidationError as exc:
+        return argument_error(name, exc, arguments, tool.parameters)
+    return f"invalid arguments for {name}: " + "; ".join(unknown_keys(arguments, tool.parameters))
 
 
 def _sdk_tool(name: str, spec: ToolSpec) -> Tool:

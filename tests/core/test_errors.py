@@ -36,6 +36,18 @@ async def test_an_unknown_argument_is_named_with_the_closest_known_one(make_host
     )
 
 
+async def test_a_valid_call_with_a_key_the_tool_does_not_take_is_refused_not_run(make_host) -> None:
+    host = make_host({"calc": Calculator()})
+    async with Client(host.server) as client:
+        typo = await client.call_tool("add", {"a": 1, "b": 2, "bb": 3})
+        right = await client.call_tool("add", {"a": 1, "b": 2})
+    assert typo.is_error  # not silently dropped: the caller meant something by it
+    assert typo.content[0].text == (  # type: ignore[union-attr]
+        "invalid arguments for add: 'bb' is not an argument of this tool (did you mean 'b'?)"
+    )
+    assert not right.is_error and right.structured_content == {"total": 3}
+
+
 @pytest.mark.parametrize("mode", ["relay", "standalone"])
 def test_a_request_before_initialize_is_told_so(tmp_path: Path, mode: str) -> None:
     config = write_config(tmp_path / "nexus.toml", f'[server]\ndata_dir = "{tmp_path / "data"}"\n')
