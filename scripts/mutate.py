@@ -1838,6 +1838,14 @@ MUTATIONS: list[Mutation] = [
         "a key the tool does not take is an error even when the rest of the call is valid",
     ),
     m(
+        "config-check-passes-a-table-for-no-plugin",
+        CORE + "cli/config.py",
+        "failed = _check_narrowing(host) | _check_unknown_plugins(host)",
+        "failed = _check_narrowing(host)",
+        "tests/core/test_config.py::test_config_check_lists_every_error_with_its_value_and_a_did_you_mean",
+        "nexus config check fails on a table for a plugin that is not installed, with a did-you-mean",
+    ),
+    m(
         "doctor-ignores-plugins-that-fail",
         CORE + "cli/doctor.py",
         "failed = _failed_plugins(nexus, options.config, options.overrides)",

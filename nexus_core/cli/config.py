@@ -53,7 +53,7 @@ def config_check(**values: Any) -> None:
     host = built_host(values)
     click.echo(f"config: {host.config.source}")
     click.echo(f"data dir: {host.config.resolve_path(host.config.server.data_dir)}")
-    failed = _check_narrowing(host)
+    failed = _check_narrowing(host) | _check_unknown_plugins(host)
     for state in sorted(host.plugins.values(), key=lambda s: s.name):
         if state.error is None:
             click.echo(f"\n[plugins.{state.name}] {state.status}")
@@ -77,6 +77,17 @@ def config_check(**values: Any) -> None:
         click.echo(f"  roots: {roots}")
         click.echo(f"  deny_paths: {', '.join(state.ctx.paths.deny_patterns) or '-'}")
     sys.exit(1 if failed else 0)
+
+
+def _check_unknown_plugins(host: Host) -> bool:
+    """The config's tables for plugins not installed here (a misspelt name configures nothing; the server only
+    warns, so a config shared with a machine that has the plugin still serves); True when there are such."""
+    unknown = sorted(name for name, table in host.config.plugins.items() if name not in host.plugins and table.enabled)
+    for name in unknown:
+        close = difflib.get_close_matches(name, list(host.plugins), n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" (installed: {', '.join(sorted(host.plugins))})"
+        click.echo(f"\n[plugins.{name}] failed:\n  error: no installed plugin is named '{name}'{hint}")
+    return bool(unknown)
 
 
 def _check_narrowing(host: Host) -> bool:

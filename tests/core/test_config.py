@@ -121,6 +121,15 @@ def test_config_check_lists_every_error_with_its_value_and_a_did_you_mean(tmp_pa
     assert "unknown category 'fils' (did you mean 'files'?" in out.stdout
     assert "unknown category 'gret' (did you mean 'greet'?" in out.stdout
 
+    misspelt = tmp_path / "misspelt.toml"  # a table for no installed plugin configures nothing: said, not just logged
+    misspelt.write_text("[plugins.helo]\ngreeting = 'hi'\n")
+    out = subprocess.run(
+        nexus_command("config", "check", "--config", str(misspelt)),
+        capture_output=True, text=True, timeout=120, env=server_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert "[plugins.helo] failed:\n  error: no installed plugin is named 'helo' (did you mean 'hello'?)" in out.stdout
+
 
 def test_an_unknown_key_is_hinted_at_any_depth(tmp_path: Path) -> None:
     path = tmp_path / "nexus.toml"
