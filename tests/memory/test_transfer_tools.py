@@ -205,12 +205,25 @@ async def test_reindex_in_the_server_catches_up_on_what_was_written_meanwhile(me
             service.update(b, None, None, None, archived=True)
             service.delete(c)
 
-        # the second batch is the first catch-up's: what is written then is caught up holding the lock
-        target = _Meanwhile(meanwhile, lambda: new("Memcached drops keys over 1 MB: split the value."))
+        locked: list[bool] = []
+
+        def held_elsewhere() -> None:  # the last catch-up's batch: a call's write waits for the switch
+            def try_lock() -> None:
+                got = service.store.write_lock.acquire(blocking=False)
+                locked.append(not got)
+                if got:
+                    service.store.write_lock.release()
+
+            other = threading.Thread(target=try_lock)
+            other.start()
+            other.join()
+
+        # the second batch is the first catch-up's: what is written then is caught up holding the lock (the third)
+        target = _Meanwhile(meanwhile, lambda: new("Memcached drops keys over 1 MB: split the value."), held_elsewhere)
         memories, done = reindex_in_server(service.store, target, SENTENCES_RECIPE, False, threading.Event())
         store_ = service.store
         assert (memories, store_.embedder, store_.recipe) == (4, target, SENTENCES_RECIPE)
-        assert done == 3 + 2 + 1  # the three, the new and the changed one, then the last one
+        assert done == 3 + 2 + 1 and locked == [True]  # the three, the new and the changed one, then the last one
         names = {col.name for col in store_.client.list_collections()}
         assert names == {"nexus_memories", "nexus_memories_links", "nexus_memories_parts"}
         got = store_.get([a, b, c, *added])
