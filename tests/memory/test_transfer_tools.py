@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 import nexus_memory
 from nexus_memory import transfer
@@ -161,6 +162,9 @@ async def test_the_export_resource_comes_in_pages_each_an_export_import_takes(
             uri = f"memory://export?offset={paging['next_offset']}" if paging["next_offset"] is not None else ""
         assert [len(p.text.splitlines()) for p in pages] == [2, 2, 3]  # the header, then a memory (and the link)
         assert [line for p in pages for line in p.text.splitlines()[1:]] == _whole(source)[1:]
+        for bad in ("-1", "two"):
+            with pytest.raises(MCPError, match=f"offset must be a whole number, 0 or more .*not '{bad}'"):
+                await client.read_resource(f"memory://export?offset={bad}")
     target = memory_in(["read", "write"], collection="copy")
     async with Client(target.server) as client:
         given = [p.model_dump(by_alias=True, mode="json", exclude_none=True) for p in pages]

@@ -26,12 +26,13 @@ from nexus_memory.service import MemoryService
 
 
 class ResourceContents(BaseModel):
-    """A resource's contents as resources/read returns them: ``{uri, mimeType, text}`` or ``{uri, mimeType, blob}``
-    (base64). An embedded resource (``{type: "resource", resource: {...}}``) is taken as its ``resource``."""
+    """A resource's contents as resources/read returns them (text, or blob in base64), or an embedded resource."""
 
+    # {uri, mimeType, text} or {uri, mimeType, blob}; an embedded resource ({type: "resource", resource: {...}}) is
+    # taken as its resource, hence no field is required at the top.
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
-    uri: str
+    uri: str = ""
     mime_type: str | None = Field(None, alias="mimeType")
     text: str | None = None
     blob: str | None = None
@@ -115,12 +116,14 @@ async def import_memories(
 
 
 def export_resource(rt: Runtime) -> str:
-    return export_resource_page(rt, 0)
+    return export_resource_page(rt, "0")
 
 
-def export_resource_page(rt: Runtime, offset: Annotated[int, Field(ge=0)] = 0) -> str:
+def export_resource_page(rt: Runtime, offset: str = "0") -> str:
+    if not offset.isdigit():  # ASCII digits only: a query string is text (and the SDK's own refusal says not why)
+        raise ResourceError(f"offset must be a whole number, 0 or more (a page's next_offset), not '{offset}'")
     try:
-        return rt.run_sync(lambda service: transfer.export_resource_page(service.store, offset))
+        return rt.run_sync(lambda service: transfer.export_resource_page(service.store, int(offset)))
     except ToolError as exc:
         raise ResourceError(str(exc)) from None
 
