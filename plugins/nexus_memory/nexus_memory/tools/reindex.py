@@ -6,13 +6,15 @@ be the wrong grant, but it is minutes of CPU in the server every client shares, 
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from functools import partial
+from contextlib import suppress
 from typing import Any
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 
 from nexus_core import ToolError
 from nexus_memory.embed import configured
@@ -21,6 +23,10 @@ from nexus_memory.reindex import reindex_in_server
 from nexus_memory.runtime import Runtime
 from nexus_memory.service import MemoryService
 from nexus_memory.store import recipe_for
+from nexus_memory.threads import REINDEX
+
+NICENESS = 10  # below the calls being served, as the sentence writer (Linux applies it per thread)
+STOP_WAIT = 30.0  # seconds the server's stop waits for it: it stops at its next batch (about a second)
 
 
 def reindexed(service: MemoryService, rt: Runtime, force: bool, stop: threading.Event) -> Reindexed:
@@ -49,14 +55,31 @@ async def reindex_memories(rt: Runtime, force: bool = False) -> Reindexed:
     """Re-embed every memory with the configured embedder and text recipe (after changing embedder or sentences),
     in this server: recall keeps using the old vectors until the new ones are complete. Heavy: minutes on a large
     store. force: re-embed even when the collection already uses them."""
-    stop = threading.Event()
-    work = partial(rt.run_sync, lambda service: reindexed(service, rt, force, stop))
+    stop, finished, loop = threading.Event(), anyio.Event(), anyio.lowlevel.current_token()
+    outcome: list[Any] = []
+    call = contextvars.copy_context()  # the call's: its progress reaches its client, its session's grants apply
+
+    def work() -> None:
+        try:
+            outcome.append(call.run(rt.run_sync, lambda service: reindexed(service, rt, force, stop)))
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            with suppress(Exception):  # the server stopped: nobody waits
+                anyio.from_thread.run_sync(finished.set, token=loop)
+
+    try:  # a thread of the service's: the server's stop stops it (at its next batch) before the store closes
+        rt.workers.thread(REINDEX, work, stop.set, timeout=STOP_WAIT, niceness=NICENESS)
+    except RuntimeError:
+        raise ToolError("the memory plugin is stopping: reindex when it has started again") from None
     try:
-        # abandoned on cancel: the call answers at once, the worker stops at its next batch and deletes what it made
-        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-    except anyio.get_cancelled_exc_class():
+        await finished.wait()
+    except anyio.get_cancelled_exc_class():  # the client cancelled: it stops at its next batch, deletes what it made
         stop.set()
         raise
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]  # type: ignore[no-any-return]
 
 
 TOOLS: list[tuple[Any, dict[str, Any]]] = [
