@@ -2451,6 +2451,14 @@ MUTATIONS: list[Mutation] = [
         "reindex_memories stops when its client cancels the call",
     ),
     m(
+        "memory-reindex-progress-lost",
+        MEMORY + "tools/reindex.py",
+        "outcome.append(call.run(rt.run_sync, lambda service:",
+        "outcome.append((lambda f, g: f(g))(rt.run_sync, lambda service:",
+        "tests/memory/test_transports.py::test_stdio tests/memory/test_transports.py::test_streamable_http",
+        "reindex_memories sends MCP progress (every 50 memories or every second) to a call with a progress token",
+    ),
+    m(
         "memory-reindex-batches-ignore-time",
         MEMORY + "reindex.py",
         "    return max(1, min(STEP, int(batch * SECOND / seconds)))",
