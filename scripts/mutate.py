@@ -2459,6 +2459,22 @@ MUTATIONS: list[Mutation] = [
         "reindex_memories sends MCP progress (every 50 memories or every second) to a call with a progress token",
     ),
     m(
+        "memory-recall-not-asked-again-after-a-switch",
+        MEMORY + "service.py",
+        "        if found is None or self._switched(made_by):",
+        "        if found is None:",
+        XFER_T + "test_a_recall_that_embedded_its_query_before_the_switch_is_asked_again",
+        "a recall whose query was embedded before a reindex's switch is asked again with the new embedder",
+    ),
+    m(
+        "memory-recall-fails-across-a-switch",
+        MEMORY + "service.py",
+        "            if not self._switched(made_by):\n                raise\n",
+        "            raise\n",
+        XFER_T + "test_a_recall_that_embedded_its_query_before_the_switch_is_asked_again",
+        "a recall that failed because a reindex switched the collection under it is asked again",
+    ),
+    m(
         "memory-reindex-batches-ignore-time",
         MEMORY + "reindex.py",
         "    return max(1, min(STEP, int(batch * SECOND / seconds)))",

@@ -243,40 +243,56 @@ async def test_reindex_in_the_server_catches_up_on_what_was_written_meanwhile(me
 
 
 class _Held(MiniLMEmbedder):
-    """Holds its first embedding until ``go`` (a store that embedded before a reindex's switch and writes after),
-    and gives a vector MiniLM never would."""
+    """Holds its first embedding until ``go`` (a call that embedded before a reindex's switch and goes on after),
+    and gives a vector MiniLM never would, of ``dimension``."""
 
-    def __init__(self) -> None:
+    def __init__(self, dimension: int = 384) -> None:
         super().__init__()
-        self.entered, self.go = threading.Event(), threading.Event()
+        self.entered, self.go, self.size = threading.Event(), threading.Event(), dimension
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         self.entered.set()
         assert self.go.wait(30)
-        return [[1.0] + [0.0] * 383 for _ in texts]
+        return [[1.0] + [0.0] * (self.size - 1) for _ in texts]
+
+
+def _across_a_switch(service: Any, held: _Held, call: Any) -> list[Any]:
+    """``call()`` in a thread, held at its first embedding while a reindex switches the collection; its answer."""
+    service.store.embedder, answer = held, []  # the collection's embedder, as far as the store knows ("minilm")
+    thread = threading.Thread(target=lambda: answer.append(call()))
+    thread.start()
+    try:
+        assert held.entered.wait(30)
+        reindex_in_server(service.store, MiniLMEmbedder(), TAGS_RECIPE, True, threading.Event())
+    finally:
+        held.go.set()
+        thread.join(30)
+    return answer
 
 
 async def test_a_store_that_embedded_before_the_switch_embeds_again_after(memory_in) -> None:
     host = memory_in(["read", "write"])
     async with Client(host.server) as client:
         await _fill(client)
-        service, held, stored = service_in(host), _Held(), []
-        service.store.embedder = held  # the collection's embedder, as far as the store knows ("minilm")
-        content = "Nginx 502 after deploys: add readiness checks."
-        thread = threading.Thread(
-            target=lambda: stored.append(service.store_memory(content, "gateway", ["nginx"], "success"))
+        service, content = service_in(host), "Nginx 502 after deploys: add readiness checks."
+        (stored,) = _across_a_switch(
+            service, _Held(), lambda: service.store_memory(content, "gateway", ["nginx"], "success")
         )
-        thread.start()
-        try:
-            assert held.entered.wait(30)
-            target = MiniLMEmbedder()
-            reindex_in_server(service.store, target, TAGS_RECIPE, True, threading.Event())
-        finally:
-            held.go.set()
-            thread.join(30)
-        mid = stored[0].memory_id
-        expected = target.embed([service.store.get([mid])[mid].text(TAGS_RECIPE)])[0]
+        mid = stored.memory_id
+        expected = MiniLMEmbedder().embed([service.store.get([mid])[mid].text(TAGS_RECIPE)])[0]
         assert service.store.vectors([mid])[mid] == pytest.approx(expected, abs=1e-5)
+
+
+async def test_a_recall_that_embedded_its_query_before_the_switch_is_asked_again(memory_in) -> None:
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        ids = await _fill(client)
+        service = service_in(host)
+        for held in (_Held(), _Held(dimension=8)):  # the same dimension (ranked wrong), another (refused)
+            (result,) = _across_a_switch(
+                service, held, lambda: service.recall("money as integer cents", 1, None, None, None)
+            )
+            assert result.memories[0].id == ids[2] and result.memories[0].similarity > 0.3, result
 
 
 async def test_a_cancelled_reindex_leaves_the_collection_and_recall_as_they_were(memory_in) -> None:

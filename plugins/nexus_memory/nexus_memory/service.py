@@ -212,7 +212,16 @@ class MemoryService:
         include_archived: bool = False,
     ) -> RecallResult:
         filters = (context, tags, memory_type, include_archived)
-        result, top = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        made_by = self._made_by()
+        try:
+            found = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        except Exception:
+            if not self._switched(made_by):
+                raise
+            found = None
+        if found is None or self._switched(made_by):  # a reindex switched the collection: the query was the old one's
+            found = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        result, top = found
         if self.touches is not None:
             self.touches.queue(top)
         return result
