@@ -609,6 +609,17 @@ class Host:
 
         self._background.start_soon(run, name=f"{plugin}:{name}")
 
+    def category_refusal(self, plugin: str, category: str, tool: str) -> str | None:
+        """Why the current session may not use ``plugin``'s ``category`` in its tool ``tool``: the refusal the gate
+        gives a tool of that category (``PluginContext.category_refusal``); None when it may."""
+        state, table = self.plugins[plugin], self.config.table(plugin)
+        if category not in state.categories:
+            raise PluginError(plugin, f"'{category}' is not one of its categories ({', '.join(state.categories)})")
+        assert state.grants is not None
+        names = frozenset({tool, table.public_name(tool)})
+        refused, fixed = state.grants.refusal(names, category), state.grants.refusal(names, None)
+        return refusal(Item("tool", plugin, table.public_name(tool), names, category, refused, fixed))
+
     def serves_natively(self, kind: Kind, name: str) -> bool:
         return f"{kind} '{name}'" in self._owners
 

@@ -38,6 +38,8 @@ class Runtime(Protocol):
 
     def delay_listing(self, plugin: str, event: anyio.Event, at_most: float) -> None: ...
 
+    def category_refusal(self, plugin: str, category: str, tool: str) -> str | None: ...
+
 
 class PluginConfig(BaseModel):
     """Base for a plugin's config model: unknown keys in its TOML table are refused."""
@@ -117,6 +119,16 @@ class PluginContext:
                 "connect over stdio, or over HTTP with the initialize handshake"
             )
         return session.state.setdefault(self.name, {})
+
+    def category_refusal(self, category: str, *, tool: str) -> str | None:
+        """Why the calling session may not use this plugin's ``category`` (one line that names the grant), or None.
+
+        For a tool that does more with some arguments than its own category grants: the memory plugin's
+        ``export_memories`` is ``read``, and writing a file with ``path`` also needs ``export``. Ask before doing
+        it, and refuse with ``PermissionDenied(reason)``. The session's ``--enable``, profile and folder narrow it
+        as they narrow tools.
+        """
+        return self._runtime().category_refusal(self.name, category, tool)
 
     def _runtime(self) -> Runtime:
         if self.runtime is None:

@@ -52,6 +52,16 @@ def nexus_permission_categories() -> list[Category]:
             default=True,
         ),
         Category(name="delete", description="Delete memories and merge several into one (irreversible)."),
+        Category(
+            name="export",
+            description="Write export files into the roots (export_memories with path): your files, not only the "
+            "plugin's store.",
+        ),
+        Category(
+            name="reindex",
+            description="Re-embed every memory in the running server (reindex_memories): minutes of CPU on a large "
+            "store.",
+        ),
     ]
 
 

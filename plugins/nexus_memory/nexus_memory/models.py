@@ -264,6 +264,10 @@ class ExportPage(BaseModel):
     offset: int = Field(description="The index of the first line of this page.")
     next_offset: int | None = Field(description="Pass it back as offset for the next page; null after the last.")
     total_lines: int
+    path: str | None = Field(None, description="Added: the file written, with path (then lines is empty).")
+    memories: int | None = Field(None, description="Added, with path: the memories written.")
+    links: int | None = Field(None, description="Added, with path: the links written.")
+    bytes_written: int | None = Field(None, description="Added, with path: the file's size.")
 
 
 class ImportCounts(BaseModel):
@@ -271,3 +275,12 @@ class ImportCounts(BaseModel):
     re_embedded: int = Field(description="Of those, embedded again (exported with another embedder or recipe).")
     skipped: int = Field(description="Memories whose id was already present (never overwritten).")
     links: int = Field(description="Links added.")
+
+
+class Reindexed(BaseModel):
+    memories: int = Field(description="Memories in the collection now.")
+    re_embedded: int = Field(description="Memories embedded (0: the collection used them already; force redoes it).")
+    seconds: float
+    embedder: str = Field(description="The collection's embedder now.")
+    embedded_text: str = Field(description="What is embedded now: 'tags+content+sentences', 'tags+content'.")
+    previous_embedder: str = Field(description="The collection's embedder before.")

@@ -75,6 +75,7 @@ class Runtime:
         self._warm_error: str | None = None
         self._stopping = threading.Event()
         self.workers = Workers()  # the warm-up's thread, and the service's
+        self.reindexing = threading.Lock()  # held by the reindex_memories call under way: one at a time
 
     def service(self) -> MemoryService:
         with self._lock:

@@ -156,8 +156,11 @@ class MemoryService:
         stamp = now()
         record = Record(memory_id or str(uuid.uuid4()), content, memory_type, context, tags, stamp, stamp)
         record.image = image.mime_type if image is not None else ""
+        made_by = self._made_by()
         vector = self.store.embed_records([record])[0]
         with self.store.write_lock:
+            if self._switched(made_by):
+                vector = self.store.embed_records([record])[0]
             neighbours = self.store.query(vector, NEIGHBOURS)
             suggested_tags = suggest_tags(tags, neighbours)
             if memory_type == "success":
@@ -209,7 +212,16 @@ class MemoryService:
         include_archived: bool = False,
     ) -> RecallResult:
         filters = (context, tags, memory_type, include_archived)
-        result, top = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        made_by = self._made_by()
+        try:
+            found = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        except Exception:
+            if not self._switched(made_by):
+                raise
+            found = None
+        if found is None or self._switched(made_by):  # a reindex switched the collection: the query was the old one's
+            found = pipeline.recall(self.store, self.parts, self.beside, query, limit, filters)
+        result, top = found
         if self.touches is not None:
             self.touches.queue(top)
         return result
@@ -270,7 +282,7 @@ class MemoryService:
             raise ToolError("nothing to update: give content, tags, memory_type or archived")
         new_content = clean_content(content) if content is not None else None
         new_tags = clean_tags(tags) if tags is not None else None
-        vector, text = None, None
+        vector, text, made_by = None, None, self._made_by()
         if new_content is not None or new_tags is not None:  # the slow part, before the lock
             before = self._one(memory_id)
             vector, text = self._embedded(before, new_content, new_tags)
@@ -291,11 +303,23 @@ class MemoryService:
                 changes.append("archived")
             if changes:
                 record.updated_at = now()
-                if {"content", "tags"} & set(changes) and record.text(self.store.recipe) != text:
+                if {"content", "tags"} & set(changes) and (
+                    record.text(self.store.recipe) != text or self._switched(made_by)
+                ):
                     vector = self.store.embed_records([record])[0]  # changed by another call meanwhile
                 with self.store.atomic():
                     self.store.replace(record, vector if {"content", "tags"} & set(changes) else None)
         return UpdatedMemory(success=True, memory_id=record.id, changes=changes, updated_at=record.updated_at)
+
+    def _made_by(self) -> tuple[object, str]:
+        """The collection's embedder and recipe, which a write's vector, made before it takes the lock, is made by."""
+        self.store.open()
+        return self.store.embedder, self.store.recipe
+
+    def _switched(self, made_by: tuple[object, str]) -> bool:
+        """Whether a reindex has switched the collection to another embedder or recipe since ``made_by`` (ask
+        holding the write lock): the vector made before is then made again."""
+        return self.store.embedder is not made_by[0] or self.store.recipe != made_by[1]
 
     def _embedded(self, record: Record, content: str | None, tags: list[str] | None) -> tuple[list[float], str]:
         """The vector of ``record`` with its new content and tags, and the text it embeds."""

@@ -23,23 +23,16 @@ from typing import IO, Any
 
 import click
 
-from nexus_memory.embed import Embedder, EmbedderError
+from nexus_memory.embed import EmbedderError
 from nexus_memory.images.files import EXTENSIONS, MAX_IMAGE_BYTES, ImageFiles
 from nexus_memory.models import MEMORY_TYPES, RELATION_TYPES
 from nexus_memory.progress import STEP, Progress
-from nexus_memory.store import (
-    HNSW,
-    ChromaStore,
-    LinkRecord,
-    Record,
-    StoreError,
-    collection_metadata,
-    one_line,
-    recipe_for,
-)
+from nexus_memory.reindex import reindex
+from nexus_memory.store import ChromaStore, LinkRecord, Record, StoreError, one_line, recipe_for
 
 FORMAT = "nexus-memory/1"
 PAGE = STEP  # lines a call of export_memories or import_memories carries for `nexus memory`: the progress's step
+RESOURCE_LINES = 10_000  # lines a page of memory://export holds at most (PAGE_BYTES ends most pages first)
 PAGE_BYTES = 4 << 20  # ... and at most about this many bytes (a line with an image is up to 10.7 MB): a message fits
 
 
@@ -134,6 +127,18 @@ def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str],
         got = store.links.collection.get(offset=first, limit=end - first, include=["metadatas"])
         lines += [_link_line(LinkRecord.from_meta(meta)) for meta in got["metadatas"]]
     return lines, 1 + memories + store.links.count()
+
+
+def export_resource_page(store: ChromaStore, offset: int) -> str:
+    """The page of ``memory://export`` from line ``offset`` (1: the first after the header; 0 means 1): the header,
+    with ``offset``, ``next_offset`` (null on the last page) and ``total_lines`` added, then the export's lines from
+    there, as many as a page of ``export_memories`` (up to about ``PAGE_BYTES``). Each page is an export file of its
+    own, which ``import_memories`` takes whole."""
+    first = max(offset, 1)
+    lines, total = export_page(store, first, RESOURCE_LINES)
+    end = first + len(lines)
+    paging = {"offset": first, "next_offset": end if end < total else None, "total_lines": total}
+    return "\n".join([json.dumps(json.loads(_header(store)) | paging), *lines]) + "\n"
 
 
 def _lines(src: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -240,90 +245,37 @@ def _flush(
 ) -> None:
     if not batch:
         return
-    existing = set(store.memories.get(ids=[r.id for r, _ in batch], include=[])["ids"])
-    fresh = [(r, v) for r, v in dict((r.id, (r, v)) for r, v in batch).values() if r.id not in existing]
-    todo = [r for r, v in fresh if v is None]
-    embedded = dict(zip((r.id for r in todo), store.embed_records(todo), strict=True)) if todo else {}
-    images, pictured = ImageFiles(store.data_dir), [r for r, _ in fresh if r.id in pictures]
-    for r in pictured:  # the files first: a memory never names an image that is not there
-        images.put(r.id, pictures[r.id], r.image)
-    try:
-        store.add([r for r, _ in fresh], [v if v is not None else embedded[r.id] for r, v in fresh])
-    except BaseException:
-        for r in pictured:
-            images.remove(r.id, r.image)
-        raise
+    unique = list(dict((r.id, (r, v)) for r, v in batch).values())
+    existing = set(store.memories.get(ids=[r.id for r, _ in unique], include=[])["ids"])
+    made_by = store.embedder, store.recipe  # open since the header
+    fresh = [(r, v) for r, v in unique if r.id not in existing]
+    embedded = _embedded(store, [r for r, v in fresh if v is None])  # the slow part, before the lock
+    with store.write_lock:  # a server's calls, and a reindex's switch, go on beside an import
+        if store.embedder is not made_by[0] or store.recipe != made_by[1]:  # a reindex switched the collection
+            fresh = [(r, None) for r, _ in fresh]
+            embedded = _embedded(store, [r for r, _ in fresh])
+        existing = set(store.memories.get(ids=[r.id for r, _ in fresh], include=[])["ids"]) if fresh else set()
+        fresh = [(r, v) for r, v in fresh if r.id not in existing]  # stored by a call meanwhile
+        images, pictured = ImageFiles(store.data_dir), [r for r, _ in fresh if r.id in pictures]
+        for r in pictured:  # the files first: a memory never names an image that is not there
+            images.put(r.id, pictures[r.id], r.image)
+        try:
+            store.add([r for r, _ in fresh], [v if v is not None else embedded[r.id] for r, v in fresh])
+        except BaseException:
+            for r in pictured:
+                images.remove(r.id, r.image)
+            raise
     counts.memories += len(fresh)
-    counts.re_embedded += len(todo)
+    counts.re_embedded += sum(1 for _, v in fresh if v is None)
     counts.skipped += len(batch) - len(fresh)
     bar.update(len(batch))
 
 
+def _embedded(store: ChromaStore, records: list[Record]) -> dict[str, list[float]]:
+    return dict(zip((r.id for r in records), store.embed_records(records), strict=True)) if records else {}
+
+
 # -- the click group the core CLI mounts as `nexus memory` ---------------------------
-
-
-def reindex(store: ChromaStore, target: Embedder, recipe: str, progress: bool = False, force: bool = False) -> int:
-    """Re-embed every memory with ``target`` and ``recipe``; how many (0: already so, nothing done).
-
-    The new vectors go to a fresh collection (the dimension may change), which then takes the old one's name;
-    links, ids and times are kept. Run it while no server uses the store.
-    """
-    store.open()
-    if not force and store.embedder.name == target.name and store.recipe == recipe:
-        return 0
-    client, name = store._client, store.collection_name
-    fresh_name, old_name = f"{name}_reindex", f"{name}_pre_reindex"
-    parts_name, fresh_parts_name, old_parts_name = f"{name}_parts", f"{name}_parts_reindex", f"{name}_parts_pre_reindex"
-    existing = {c.name for c in client.list_collections()}
-    for leftover in (fresh_name, old_name, fresh_parts_name, old_parts_name):  # from a run that was interrupted
-        if leftover in existing:
-            raise StoreError(f"collection '{leftover}' exists (an interrupted reindex?): check it, then delete it")
-    fresh = client.create_collection(
-        fresh_name, embedding_function=None, configuration={"hnsw": HNSW}, metadata=collection_metadata(target, recipe)
-    )
-    fresh_parts = client.create_collection(fresh_parts_name, embedding_function=None, metadata={"nexus_kind": "parts"})
-    done = 0
-    try:
-        with _progress("reindex", store.count(), progress, "memories") as bar:
-            for got in store.page(include=("documents", "metadatas")):
-                rows = list(zip(got["ids"], got["documents"], got["metadatas"], strict=True))
-                for start in range(0, len(rows), STEP):
-                    records = [Record.from_chroma(*row) for row in rows[start : start + STEP]]
-                    _reembed(records, target, recipe, fresh, fresh_parts)
-                    done += len(records)
-                    bar.update(len(records))
-    except BaseException:
-        client.delete_collection(fresh_name)  # the old collections are untouched
-        client.delete_collection(fresh_parts_name)
-        raise
-    store.memories.modify(name=old_name)
-    fresh.modify(name=name)
-    if parts_name in existing:
-        client.get_collection(parts_name).modify(name=old_parts_name)
-    fresh_parts.modify(name=parts_name)
-    client.delete_collection(old_name)
-    if parts_name in existing:
-        client.delete_collection(old_parts_name)
-    store.close()
-    store.embedder, store.recipe = target, recipe
-    return done
-
-
-def _reembed(records: list[Record], target: Embedder, recipe: str, memories: Any, parts: Any) -> None:
-    """Embed ``records`` with ``target`` on ``recipe`` into the ``memories`` and ``parts`` collections."""
-    texts, pieces = [r.text(recipe) for r in records], {r.id: r.parts(recipe) for r in records}
-    part_ids = [f"{mid}#{n}" for mid, texts_of in pieces.items() for n in range(len(texts_of))]
-    vectors = target.embed(texts + [p for texts_of in pieces.values() for p in texts_of])
-    for r in records:
-        r.parts_pending = False  # a server's pending sentence vectors: written here
-    memories.add(
-        ids=[r.id for r in records],
-        documents=[r.content for r in records],
-        metadatas=[r.metadata() for r in records],
-        embeddings=vectors[: len(texts)],
-    )
-    if part_ids:
-        parts.add(ids=part_ids, embeddings=vectors[len(texts) :])
 
 
 def _configured_from(config_path: str | None) -> tuple[Any, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nexus_memory.runtime import Runtime
-from nexus_memory.tools import health, images, links, memories, prompts, resources, transfer
+from nexus_memory.tools import health, images, links, memories, prompts, reindex, resources, transfer
 from nexus_memory.tools.params import bound
 
 # In the order the server lists them.
@@ -22,6 +22,7 @@ TOOLS = [
     memories.MERGE,
     health.PING,
     *transfer.TOOLS,
+    *reindex.TOOLS,
 ]
 
 
@@ -31,7 +32,7 @@ def register_tools(register: Any, rt: Runtime) -> None:
 
 
 def register_resources(register: Any, rt: Runtime) -> None:
-    for fn, uri, how in [*resources.RESOURCES, *images.RESOURCES]:
+    for fn, uri, how in [*resources.RESOURCES, *images.RESOURCES, *transfer.RESOURCES]:
         register(bound(fn, rt), uri, **how)
 
 
