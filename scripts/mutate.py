@@ -1809,8 +1809,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "config-check-ignores-the-narrowing",
         CORE + "cli/config.py",
-        "    failed = _check_narrowing(host)\n",
-        "    failed = False\n",
+        "failed = _check_narrowing(host) | _check_unknown_plugins(host)",
+        "failed = _check_unknown_plugins(host)",
         "tests/core/test_config.py::test_config_check_names_the_untrusted_folders_file_and_its_unknown_categories",
         "nexus config check names the untrusted ./nexus.toml that narrows it, and its unknown categories",
     ),
@@ -1845,6 +1845,14 @@ MUTATIONS: list[Mutation] = [
         "failed = _check_narrowing(host)",
         "tests/core/test_config.py::test_config_check_lists_every_error_with_its_value_and_a_did_you_mean",
         "nexus config check fails on a table for a plugin that is not installed, with a did-you-mean",
+    ),
+    m(
+        "schema-keeps-open-object-marker",
+        CORE + "host/schemas.py",
+        'del prop["additionalProperties"]  # what JSON Schema assumes without it (a dict parameter)',
+        "pass",
+        "tests/core/test_schemas.py::test_an_optional_input_is_its_type_without_null_or_bounds",
+        "a dict parameter's additionalProperties: true is left out of the input schema (JSON Schema's default)",
     ),
     m(
         "doctor-ignores-plugins-that-fail",

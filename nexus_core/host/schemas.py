@@ -11,6 +11,7 @@ Every client receives every tool's schemas before the user says a word, so each 
   leaving it out of ``required`` already says it may be omitted, and omitting it is what null means.
   The server still accepts an explicit null (calls are validated by the tool's own model, not by this
   schema); the schema shows the one way to say "none" (about 40 bytes for each such parameter);
+- in an input schema, a parameter's ``additionalProperties: true`` (a dict): JSON Schema assumes it;
 - in an input schema, bounds (``minimum``, ``maxLength``, ``maxItems``, ...): the tool's own model
   checks them on every call and answers one outside them in a line that names the bound (``limit must
   be at most 100, got 500``); a model rarely reaches one, and would pay for all of them on every turn.
@@ -86,6 +87,9 @@ def _simplify_input(node: dict[str, Any]) -> None:
             prop.update(rest[0])  # the one remaining branch, in place (its description stays the field's)
         else:
             prop["anyOf"] = rest
+    for prop in (node.get("properties") or {}).values():
+        if isinstance(prop, dict) and prop.get("additionalProperties") is True:
+            del prop["additionalProperties"]  # what JSON Schema assumes without it (a dict parameter)
     for child in _children(node):
         if isinstance(child, dict):
             _simplify_input(child)

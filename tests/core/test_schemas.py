@@ -40,6 +40,7 @@ class Args(BaseModel):
     tags: list[str] = Field(min_length=1, max_length=5)
     either: int | str | None = None
     nullable: int | None = 3  # null is a value here, not "left out": it keeps its null branch
+    options: dict[str, Any] | None = None
 
 
 def test_titles_go_single_use_definitions_are_inlined_and_output_defaults_drop() -> None:
@@ -61,6 +62,7 @@ def test_an_optional_input_is_its_type_without_null_or_bounds() -> None:
     assert props["tags"] == {"items": {"type": "string"}, "type": "array"}
     assert props["either"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
     assert props["nullable"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 3}
+    assert props["options"] == {"type": "object"}  # additionalProperties: true is what JSON Schema assumes
 
 
 @pytest.mark.parametrize(

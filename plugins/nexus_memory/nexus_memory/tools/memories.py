@@ -81,7 +81,7 @@ async def list_memories(
 
 
 async def get_memory(rt: Runtime, memory_id: MemoryId) -> Memory:
-    """One memory in full, and its image, if it has one, as image content."""
+    """One memory in full, with its image if any."""
     memory = await rt.run(lambda s: s.get_memory(memory_id))
     image = await rt.run(lambda s: s.image(memory.id)) if memory.image else None
     return with_blocks(memory, image_content(image))

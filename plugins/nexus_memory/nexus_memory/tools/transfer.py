@@ -15,7 +15,7 @@ import io
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ResourceError
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nexus_core import PermissionDenied, ToolError
 from nexus_memory import transfer
@@ -56,16 +56,22 @@ class ResourceContents(BaseModel):
             raise ToolError(f"resource '{self.uri}': blob is not base64 of UTF-8 text (JSON Lines)") from None
 
 
+def contents(resource: dict[str, Any]) -> ResourceContents:
+    """The ``resource`` argument read as a resource's contents, or a one-line error."""
+    try:
+        return ResourceContents.model_validate(resource)
+    except ValidationError as exc:
+        raise ToolError(f"resource: not a resource's contents ({exc.errors()[0]['msg']})") from None
+
+
 async def export_memories(
     rt: Runtime,
     offset: Annotated[int, Field(ge=0)] = 0,
     limit: Annotated[int, Field(ge=1, le=10_000)] = 1000,
-    path: Annotated[
-        str | None, Field(description="Write the whole export to this file inside the roots instead (category export).")
-    ] = None,
-    overwrite: Annotated[bool, Field(description="With path: replace the file when it exists.")] = False,
+    path: Annotated[str | None, Field(description="Or write it all to this file (category export).")] = None,
+    overwrite: bool = False,  # replace an existing file
 ) -> ExportPage:
-    """Export memories and links as JSON Lines: a page in the answer, or the whole export written to a file."""
+    """Export memories and links as JSON Lines, by page or into a file."""
     if path is None:
         lines, total = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))
         end = offset + len(lines)  # fewer than asked once a page is large (memories with images)
@@ -88,14 +94,12 @@ async def export_memories(
 
 async def import_memories(
     rt: Runtime,
-    lines: Annotated[list[str] | None, Field(min_length=1, description="export_memories lines, header first.")] = None,
-    path: Annotated[str | None, Field(description="Or an export file inside the roots.")] = None,
-    resource: Annotated[
-        ResourceContents | None,
-        Field(description="Or a resource's contents as resources/read gives them (memory://export of another Nexus)."),
-    ] = None,
+    lines: Annotated[list[str] | None, Field(min_length=1, description="Its lines, header first.")] = None,
+    path: Annotated[str | None, Field(description="Or an export file.")] = None,
+    # An object, described in words: the contents' own schema would cost every client ~450 bytes of tools/list.
+    resource: Annotated[dict[str, Any] | None, Field(description="Or resources/read contents.")] = None,
 ) -> ImportCounts:
-    """Import exported memories and links: lines, a file, or a resource's contents (give one)."""
+    """Import an export from one of these."""
     if sum(x is not None for x in (lines, path, resource)) != 1:
         raise ToolError("give one of lines, path or resource")
 
@@ -103,7 +107,7 @@ async def import_memories(
         if lines is not None:
             text = "\n".join(lines)
         else:
-            text = read_export(rt.ctx.paths, path) if path is not None else resource.content()  # type: ignore[union-attr]
+            text = read_export(rt.ctx.paths, path) if path is not None else contents(resource).content()  # type: ignore[arg-type]
         try:
             return transfer.import_memories(service.store, io.StringIO(text))
         except ValueError as exc:  # a bad line: the whole input was checked first, nothing was imported
