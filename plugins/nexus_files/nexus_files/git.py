@@ -30,6 +30,7 @@ from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar
 
 from .config import FilesConfig
 from .gitcache import Config, Known, RepoCache, read_config_listing, stamp, watched_paths
+from .gitkept import Kept
 from .gitrun import run_git
 from .gitstatus import Answer, Entry, settings
 from .gitstatus import status as library_status
@@ -513,6 +514,7 @@ class Git:
         self.binary = shutil.which("git")
         self.known = RepoCache()
         self.library = True  # answer git_status in-process where libgit2 gives git's answer (gitstatus)
+        self.kept = Kept()  # the repositories libgit2 keeps open between calls (gitkept)
 
     def env(self, overrides: Sequence[Override] = ()) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR")
@@ -566,7 +568,7 @@ class Git:
     async def status(self, known: Known) -> Answer:
         """The status of ``known``'s repository: from libgit2 where it answers as git would, else from git."""
         if self.library and known.settings is not None:
-            args = (known.top, known.git_dir, known.common_dir, known.settings)
+            args = (known.top, known.git_dir, known.common_dir, known.settings, self.kept)
             answer = await anyio.to_thread.run_sync(library_status, *args)
             if answer is not None:
                 return answer

@@ -21,10 +21,13 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .gitkept import Kept, cached_files
 
 # pygit2 and what status reads of it, imported on first use (``_library``): a server that is never asked for
 # git_status does not pay for it (~45 ms of every start, ~8 MB).
@@ -132,28 +135,41 @@ def settings(config_entries: bytes) -> Settings | None:
     return found
 
 
-def status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answer | None:
-    """git's status of the repository at ``top``, or None when only git can give it."""
+def status(top: Path, git_dir: Path, common_dir: Path, config: Settings, kept: Kept | None = None) -> Answer | None:
+    """git's status of the repository at ``top``, or None when only git can give it. ``kept``: where the
+    repository is kept open for the next call (``gitkept``)."""
     if not _library():
         return None
     try:
-        return _status(top, git_dir, common_dir, config)
+        return _status(top, git_dir, common_dir, config, kept)
     except Exception as e:  # Unsure, or anything libgit2 could not do: git answers (the tests check who answered)
         log.debug("git_status of %s: git answers (%r)", top, e, exc_info=not isinstance(e, Unsure))
         return None
 
 
-def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answer:
+def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings, kept: Kept | None) -> Answer:
     index = _check_files(top, git_dir, common_dir, config)
+    started = time.time_ns()
+    key = (top, git_dir, common_dir)
+    repo = (kept.take(key, config) if kept is not None else None) or _open(top, git_dir)
+    flags = repo.status(untracked_files="all", ignored=True)  # ignored ones too: see _check_rule_files
+    rules = _check_rule_files(top, index, flags)
+    branch, upstream, ahead, behind = _branch(repo, common_dir, config)
+    answer = Answer(branch, upstream, ahead, behind, _entries(repo, flags))
+    if kept is not None:
+        files = cached_files(git_dir, common_dir, config.get("core.excludesfile", []))
+        kept.put(key, config, repo, [*files, *(top / name for name in rules)], started)
+    return answer
+
+
+def _open(top: Path, git_dir: Path) -> Any:
+    """The repository at ``top``, when libgit2 finds there the git directory and work tree git found."""
     repo = pygit2.Repository(str(top), RepositoryOpenFlag.NO_SEARCH)
     if Path(repo.path).resolve() != git_dir.resolve() or repo.workdir is None:
         raise Unsure("another git dir")
     if Path(repo.workdir).resolve() != top.resolve():
         raise Unsure("another work tree")
-    flags = repo.status(untracked_files="all", ignored=True)  # ignored ones too: see _check_rule_files
-    _check_rule_files(top, index, flags)
-    branch, upstream, ahead, behind = _branch(repo, common_dir, config)
-    return Answer(branch, upstream, ahead, behind, _entries(repo, flags))
+    return repo
 
 
 def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> bytes:
@@ -181,8 +197,8 @@ def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -
     return index
 
 
-def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> None:
-    """No .gitignore or .gitattributes that libgit2 may have read is a symlink.
+def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> list[str]:
+    """No .gitignore or .gitattributes that libgit2 may have read is a symlink; their paths.
 
     git does not follow such symlinks in the work tree (a link out of the roots, or an
     answer that differs); libgit2 does. It reads them in every folder it walks, and every
@@ -193,6 +209,7 @@ def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> None:
         names += _index_paths_named(index, name)
     if any(os.path.islink(top / name) for name in names):
         raise Unsure("a symlinked .gitignore or .gitattributes")
+    return names
 
 
 def _index_paths_named(index: bytes, name: str) -> list[str]:
