@@ -2468,6 +2468,22 @@ MUTATIONS: list[Mutation] = [
         "the files plugin imports pygit2 at the first git_status, not when the server starts",
     ),
     m(
+        "capped-read-allocates-the-cap",
+        CORE + "fs/safe_open.py",
+        "        if not 0 <= seen < size or not stat.S_ISREG(self.stat.st_mode):\n",
+        "        if True:\n",
+        "tests/core/test_safe_open.py::test_a_capped_read_takes_what_the_file_holds_without_a_buffer_the_size_of_the_cap",
+        "a read capped at max_file_size allocates what the file holds, not the cap",
+    ),
+    m(
+        "capped-read-misses-growth",
+        CORE + "fs/safe_open.py",
+        "        return data if len(data) < seen else data + self.file.read(size - seen)\n",
+        "        return data\n",
+        "tests/core/test_safe_open.py::test_a_capped_read_takes_what_the_file_holds_without_a_buffer_the_size_of_the_cap",
+        "a file grown since it was opened is read on up to the cap",
+    ),
+    m(
         "git-kept-repository-unchecked",
         "plugins/nexus_files/nexus_files/gitkept.py",
         "        if kept_settings is not settings or tuple(map(stamp, paths)) != stamps:\n",
