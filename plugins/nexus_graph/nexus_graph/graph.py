@@ -37,6 +37,7 @@ from nexus_graph.records import (
     now_iso,
 )
 from nexus_graph.search import SearchIndex
+from nexus_graph.watch import Watch
 
 DEFAULT_CATEGORIES = ("concepts", "tech_stack", "people", "projects")
 # Up to this many entities a search takes 1-2 ms (a few on a busy machine) and may run on the
@@ -113,6 +114,7 @@ class GraphStore:
         self.log = log or logging.getLogger("nexus.graph")
         self._lock = threading.RLock()
         self._real_root: str | None = None  # resolved on first use, for the mount check
+        self._watch = Watch(root)  # tells the event loop's searches whether anything changed since the last read
         self._reset()
 
     def _reset(self) -> None:
@@ -132,6 +134,7 @@ class GraphStore:
         with self._lock:
             with storage.locked(self.root, exclusive=False):
                 self._sync()
+                self._rewatch()
             yield self.index
 
     def read_now(self, fn: Callable[[GraphIndex], T], max_entities: int = LOOP_MAX_ENTITIES) -> T | None:
@@ -147,7 +150,7 @@ class GraphStore:
             return None
         try:
             with storage.locked(self.root, exclusive=False, wait=False) as held:
-                if not held or not self._fresh():
+                if not held or not self._current():
                     return None
             return fn(self.index)
         finally:
@@ -157,6 +160,18 @@ class GraphStore:
         if self._real_root is None:
             self._real_root = os.path.realpath(self.root)
         return on_local_fs(self._real_root)
+
+    def _current(self) -> bool:
+        """Whether the index holds all that is on disk: as the watch says, or (without one) as ``_fresh`` finds."""
+        return self._watch.unchanged() if self._watch.available else self._fresh()
+
+    def _rewatch(self) -> None:
+        """After a full read: watch what was read, unless the watch holds still (nothing changed since)."""
+        if not self._watch.available or self._watch.unchanged() or self._listing is None:
+            return
+        files = [path for _, path in self._listing]
+        if self._watch.arm(self._listed[0], files) and not self._fresh():  # changed before the watch began
+            self._watch.close()
 
     def _fresh(self) -> bool:
         """Whether the index holds all that is on disk: the listing still true and no file changed (stats only)."""
