@@ -2468,6 +2468,14 @@ MUTATIONS: list[Mutation] = [
         "the files plugin imports pygit2 at the first git_status, not when the server starts",
     ),
     m(
+        "audit-clock-stuck",
+        CORE + "access/audit.py",
+        "        if second != self._clock[0]:\n",
+        "        if self._clock[0] < 0:\n",
+        "tests/core/test_host.py::test_an_audit_record_is_one_line_as_json_dumps_writes_it_stamped_to_the_millisecond",
+        "each audit record is stamped with its own time, the date and time of day formatted again each second",
+    ),
+    m(
         "graph-watch-unused",
         "plugins/nexus_graph/nexus_graph/graph.py",
         "        return self._watch.unchanged() if self._watch.available else self._fresh()\n",
