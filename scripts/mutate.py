@@ -2476,6 +2476,30 @@ MUTATIONS: list[Mutation] = [
         "each audit record is stamped with its own time, the date and time of day formatted again each second",
     ),
     m(
+        "graph-kept-lock-unused",
+        "plugins/nexus_graph/nexus_graph/graph.py",
+        "        if self._kept_lock.kept:\n",
+        "        if False:\n",
+        "tests/graph/test_storage.py::test_a_watched_graph_keeps_its_lock_file_open_for_searches",
+        "a search on the event loop asks the lock file kept open since the last read whether a writer holds it",
+    ),
+    m(
+        "graph-kept-lock-removed-trusted",
+        "plugins/nexus_graph/nexus_graph/storage.py",
+        "            if os.fstat(self._fd).st_nlink == 0:  # removed (a cleaner of old files): others lock another file\n",
+        "            if False:\n",
+        "tests/graph/test_storage.py::test_a_kept_lock_file_removed_meanwhile_is_not_trusted",
+        "a kept lock file that was removed meanwhile is not trusted to tell whether a writer holds the lock",
+    ),
+    m(
+        "graph-kept-lock-writer-ignored",
+        "plugins/nexus_graph/nexus_graph/storage.py",
+        "            fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)\n",
+        "            pass\n",
+        "tests/graph/test_storage.py::test_searches_of_a_settled_folder_see_appends_and_wait_for_a_writer",
+        "a search on the event loop waits (in a thread) for a writer that holds the graph's lock",
+    ),
+    m(
         "graph-watch-unused",
         "plugins/nexus_graph/nexus_graph/graph.py",
         "        return self._watch.unchanged() if self._watch.available else self._fresh()\n",
@@ -2502,8 +2526,9 @@ MUTATIONS: list[Mutation] = [
     m(
         "graph-watch-armed-unchecked",
         "plugins/nexus_graph/nexus_graph/graph.py",
-        "        if self._watch.arm(self._listed[0], files) and not self._fresh():  # changed before the watch began\n",
-        "        if self._watch.arm(self._listed[0], files) and False:\n",
+        "            if not self._watch.arm(self._listed[0], files) or not self._fresh():"
+        "  # changed before the watch began\n",
+        "            if not self._watch.arm(self._listed[0], files):\n",
         "tests/graph/test_storage.py::test_a_change_between_the_read_and_the_watch_is_not_missed",
         "a change between the graph's read and the start of its watch is seen (each stat checked once after arming)",
     ),

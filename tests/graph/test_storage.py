@@ -340,3 +340,30 @@ def test_a_change_between_the_read_and_the_watch_is_not_missed(tmp_path: Path, m
     assert store.read_now(count) is None
     with store.reading() as index:
         assert "zebra" in index.entities
+
+
+def test_a_watched_graph_keeps_its_lock_file_open_for_searches(tmp_path: Path, monkeypatch) -> None:
+    store, _ = watched_store(tmp_path / "graph", monkeypatch)
+    opened: list[Path] = []
+    open_lock = storage._open_lock
+    monkeypatch.setattr(storage, "_open_lock", lambda root: opened.append(root) or open_lock(root))
+    for _ in range(3):
+        assert store.read_now(count) == 1
+    assert opened == []  # asked whether a writer holds it on the descriptor kept since the read
+
+
+def test_a_kept_lock_file_removed_meanwhile_is_not_trusted(tmp_path: Path, monkeypatch) -> None:
+    """A cleaner removed the lock file and a writer locks the one made anew: the search must wait for it."""
+    root = tmp_path / "graph"
+    store, _ = watched_store(root, monkeypatch)
+    lock = storage.lock_file(root)
+    lock.unlink()
+    lock.touch(mode=0o600)  # made anew by the next process that locks it
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        assert store.read_now(count) is None  # the kept descriptor's file is gone: not asked
+        with store.reading() as index:  # waits for the writer
+            assert "okapi" in index.entities
+    finally:
+        holder.wait(timeout=30)
