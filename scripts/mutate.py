@@ -2486,7 +2486,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "graph-kept-lock-removed-trusted",
         "plugins/nexus_graph/nexus_graph/storage.py",
-        "            if os.fstat(self._fd).st_nlink == 0:  # removed (a cleaner of old files): others lock another file\n",
+        "            if os.fstat(self._fd).st_nlink == 0:"
+        "  # removed (a cleaner of old files): others lock another file\n",
         "            if False:\n",
         "tests/graph/test_storage.py::test_a_kept_lock_file_removed_meanwhile_is_not_trusted",
         "a kept lock file that was removed meanwhile is not trusted to tell whether a writer holds the lock",
