@@ -141,8 +141,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "audit-outcome-always-ok",
         CORE + "access/audit.py",
-        '"outcome": outcome,',
-        '"outcome": "ok",',
+        '("outcome", outcome),',
+        '("outcome", "ok"),',
         "tests/bridge/test_bridge.py::test_a_denied_upstream_tool_is_neither_listed_nor_callable "
         + HOST_T
         + "test_every_call_is_audited_without_arguments_by_default",
@@ -2616,8 +2616,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "git-status-fast-denial-ignores-symlinks",
         FILES + "git.py",
-        "                link = self.links[step] = _is_symlink(step)\n",
-        "                link = self.links[step] = False\n",
+        "                mode = self.modes[step] = _lstat_mode(step)\n",
+        "                mode = self.modes[step] = stat.S_IFREG\n",
         "tests/files/test_git.py::test_git_status_hides_what_a_symlink_in_the_repository_leads_to",
         "git_status checks each listed path as its real path: a symlink on the way sends it to the full check",
     ),
