@@ -91,9 +91,10 @@ class AuditLog:
         of day are formatted once a second."""
         now = time.time()
         second = int(now)
-        if second != self._clock[0]:
-            self._clock = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-        return f"{self._clock[1]}.{int((now - second) * 1000):03d}+00:00"
+        clock = self._clock  # read once: another thread may be replacing it
+        if second != clock[0]:
+            clock = self._clock = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+        return f"{clock[1]}.{int((now - second) * 1000):03d}+00:00"
 
     def _append(self, line: str) -> None:
         data = line.encode()
