@@ -2566,6 +2566,15 @@ MUTATIONS: list[Mutation] = [
         "a repository is kept open for the next git_status only when the files it may keep were settled",
     ),
     m(
+        "git-kept-repository-watches-the-index",
+        "plugins/nexus_files/nexus_files/gitkept.py",
+        "    paths = []\n",
+        '    paths = [git_dir / "index"]\n',
+        "tests/files/test_git_status_library.py::"
+        "test_an_index_written_just_now_does_not_keep_the_repository_from_being_kept",
+        "a kept repository outlives a rewritten index (libgit2 compares its checksum)",
+    ),
+    m(
         "git-kept-repository-never",
         "plugins/nexus_files/nexus_files/gitkept.py",
         "            self._kept[key] = (repo, settings, paths, stamps)\n",

@@ -13,6 +13,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -569,13 +570,36 @@ async def test_a_repository_is_kept_open_from_one_call_to_the_next(files_client,
 
 
 async def test_a_repository_is_not_kept_while_its_files_are_fresh(files_client, repo, answered, opened, monkeypatch):
-    """The fixture's .gitignore and index were written just now: changed again within the same tick of the
-    clock, a kept repository could not tell (libgit2 compares inode, size and mtime), so it is opened afresh."""
+    """The fixture's .gitignore was written just now: changed again within the same tick of the clock, a kept
+    repository could not tell (libgit2 compares inode, size and mtime), so it is opened afresh."""
     monkeypatch.setattr(gitcache, "FRESH_NS", 0)  # what git said of the repository is kept: only gitkept decides
     async with files_client() as client:
         await call(client, "git_status")
         await call(client, "git_status")
     assert answered == [True, True] and opened == [repo, repo]
+
+
+async def test_an_index_written_just_now_does_not_keep_the_repository_from_being_kept(
+    files_client, repo, answered, opened, monkeypatch
+):
+    """libgit2 reads the index again whenever its checksum changed: git rewriting it (an add, a status that
+    refreshes it: mcp-server-git's, an editor's) between two calls is no reason to open the repository afresh."""
+    monkeypatch.setattr(gitcache, "FRESH_NS", 0)
+    monkeypatch.setattr(gitkept, "FRESH_NS", 300_000_000)
+    time.sleep(0.35)  # the fixture's files settle
+    write(repo / "docs" / "guide.md", "Staged now.\n")
+    git(repo, "add", "docs/guide.md")  # the index, rewritten just now
+    async with files_client() as client:
+        first = await call(client, "git_status")
+        git(repo, "reset", "-q", "docs/guide.md")  # and again between the calls
+        second = await call(client, "git_status")
+        monkeypatch.setattr(git_module, "library_status", lambda *args: None)
+        theirs = await call(client, "git_status")
+    assert answered == [True, True] and opened == [repo]
+    assert ("docs/guide.md", "M", ".") in {(e["path"], e["index"], e["worktree"]) for e in first["entries"]}
+    assert second == theirs and ("docs/guide.md", ".", "M") in {
+        (e["path"], e["index"], e["worktree"]) for e in second["entries"]
+    }
 
 
 async def test_a_rule_file_changed_behind_its_mtime_is_read_again(files_client, repo, answered, opened, monkeypatch):

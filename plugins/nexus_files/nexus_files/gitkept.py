@@ -4,12 +4,13 @@ Opening a repository and answering its first status costs ~0.3 ms more than the 
 one (the config, the index, the ignore and attribute files, the object database are read again). libgit2
 rereads a file it keeps only when its (inode, size, mtime) changed, so a file changed twice within one
 timestamp tick, or given its old mtime back, would go unseen by a repository kept open, where one opened
-afresh reads it. So a kept repository is used again only while every file it may keep (the index, packed
-refs, info/exclude and info/attributes, the excludes file, every .gitignore and .gitattributes the status
-could read) has the same (inode, size, mtime, ctime) as after the last status, and each was settled
-(unchanged for ``FRESH_NS``) when that status began; anything else opens the repository afresh. The config
-is not among them: a repository is kept for one config reading (the ``settings`` of one ``Known``), which
-``gitcache`` replaces when a config file changes.
+afresh reads it. So a kept repository is used again only while every file it may keep (packed refs,
+info/exclude and info/attributes, the excludes file, every .gitignore and .gitattributes the status could
+read) has the same (inode, size, mtime, ctime) as after the last status, and each was settled (unchanged for
+``FRESH_NS``) when that status began; anything else opens the repository afresh. Not among them: the index,
+which libgit2 reads again whenever its checksum (its last bytes) changed, whatever its stamp (git rewrites it
+often: a status that refreshes it, every add), and the config: a repository is kept for one config reading
+(the ``settings`` of one ``Known``), which ``gitcache`` replaces when a config file changes.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Kept:
 
 def cached_files(git_dir: Path, common_dir: Path, excludes: Iterable[str]) -> list[Path]:
     """The files of the git directory (and the excludes files) a repository may keep between two statuses."""
-    paths = [git_dir / "index"]
+    paths = []
     for folder in dict.fromkeys((git_dir, common_dir)):
         paths += [folder / "packed-refs", folder / "info" / "exclude", folder / "info" / "attributes"]
     paths += [Path(os.path.expanduser(value)) for value in excludes]
