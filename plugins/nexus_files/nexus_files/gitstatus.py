@@ -36,9 +36,10 @@ ConfigLevel: Any = None
 FileMode: Any = None
 FileStatus: Any = None
 RepositoryOpenFlag: Any = None
-INDEX_LETTERS: tuple[tuple[Any, str], ...] = ()
-WORKTREE_LETTERS: tuple[tuple[Any, str], ...] = ()
-UNEXPECTED: Any = None
+# FileStatus bits as plain ints: the enum's own & runs in Python (~55 of them a status).
+INDEX_LETTERS: tuple[tuple[int, str], ...] = ()
+WORKTREE_LETTERS: tuple[tuple[int, str], ...] = ()
+UNEXPECTED = IGNORED = CONFLICTED = WT_NEW = 0
 _imported: bool | None = None  # None: not tried yet; False: pygit2 is not installed (the git process answers)
 _import_lock = threading.Lock()
 
@@ -46,7 +47,7 @@ _import_lock = threading.Lock()
 def _library() -> bool:
     """Whether pygit2 can answer: imported and set up once, on first use."""
     global pygit2, ConfigLevel, FileMode, FileStatus, RepositoryOpenFlag
-    global INDEX_LETTERS, WORKTREE_LETTERS, UNEXPECTED, _imported
+    global INDEX_LETTERS, WORKTREE_LETTERS, UNEXPECTED, IGNORED, CONFLICTED, WT_NEW, _imported
     with _import_lock:
         if _imported is not None:
             return _imported
@@ -59,17 +60,18 @@ def _library() -> bool:
         for level in (ConfigLevel.SYSTEM, ConfigLevel.XDG, ConfigLevel.GLOBAL, ConfigLevel.PROGRAMDATA):
             library.settings.search_path[level] = ""  # as GIT_CONFIG_NOSYSTEM and GIT_CONFIG_GLOBAL=/dev/null
         INDEX_LETTERS = (
-            (FileStatus.INDEX_NEW, "A"),
-            (FileStatus.INDEX_MODIFIED, "M"),
-            (FileStatus.INDEX_DELETED, "D"),
-            (FileStatus.INDEX_TYPECHANGE, "T"),
+            (int(FileStatus.INDEX_NEW), "A"),
+            (int(FileStatus.INDEX_MODIFIED), "M"),
+            (int(FileStatus.INDEX_DELETED), "D"),
+            (int(FileStatus.INDEX_TYPECHANGE), "T"),
         )
         WORKTREE_LETTERS = (
-            (FileStatus.WT_MODIFIED, "M"),
-            (FileStatus.WT_DELETED, "D"),
-            (FileStatus.WT_TYPECHANGE, "T"),
+            (int(FileStatus.WT_MODIFIED), "M"),
+            (int(FileStatus.WT_DELETED), "D"),
+            (int(FileStatus.WT_TYPECHANGE), "T"),
         )
-        UNEXPECTED = FileStatus.WT_UNREADABLE | FileStatus.WT_RENAMED | FileStatus.INDEX_RENAMED
+        UNEXPECTED = int(FileStatus.WT_UNREADABLE | FileStatus.WT_RENAMED | FileStatus.INDEX_RENAMED)
+        IGNORED, CONFLICTED, WT_NEW = int(FileStatus.IGNORED), int(FileStatus.CONFLICTED), int(FileStatus.WT_NEW)
         pygit2, _imported = library, True
         return True
 
@@ -174,7 +176,7 @@ def _open(top: Path, git_dir: Path) -> Any:
 
 def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> bytes:
     """What git reads for status that libgit2 does not read alike; the index file's bytes."""
-    if os.path.lexists(top / ".gitmodules"):
+    if os.path.lexists(f"{top}/.gitmodules"):
         raise Unsure(".gitmodules")  # submodules: --ignore-submodules=dirty overrides their ignore settings
     for value in config.get("core.excludesfile", []):
         if not (value.startswith("~/") or os.path.isabs(value)):
@@ -182,12 +184,15 @@ def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -
     default = _default_excludes()
     if "core.excludesfile" not in config and default is not None and os.path.exists(default):
         raise Unsure("XDG ignore file")  # libgit2 reads it only along with the XDG config, which it must not read
-    for name in ("remotes", "branches"):  # remotes defined the old way
-        folder = common_dir / name
-        if folder.is_dir() and any(folder.iterdir()):
-            raise Unsure("legacy remotes")
+    for name in ("remotes", "branches"):  # remotes defined the old way (on strings: a call is a few dozen us)
+        try:
+            if os.listdir(f"{common_dir}/{name}"):
+                raise Unsure("legacy remotes")
+        except (FileNotFoundError, NotADirectoryError):
+            pass
     try:
-        index = (git_dir / "index").read_bytes()
+        with open(f"{git_dir}/index", "rb") as file:
+            index = file.read()
     except FileNotFoundError:
         return b""
     if index[:8] != b"DIRC\x00\x00\x00\x02":
@@ -254,19 +259,20 @@ def _letter(flags: int, letters: Iterable[tuple[int, str]]) -> str:
 def _entries(repo, flags: dict[str, int]) -> list[Entry]:
     tracked: dict[str, Entry] = {}
     untracked: list[str] = []
-    for path, f in flags.items():
+    for path, status in flags.items():
         path.encode("utf-8")  # UnicodeError (a name libgit2 could not decode): git
+        f = int(status)
         if f & UNEXPECTED:
             raise Unsure("unreadable or renamed")
-        if f & FileStatus.IGNORED:
-            if f != FileStatus.IGNORED:
+        if f & IGNORED:
+            if f != IGNORED:
                 raise Unsure("ignored and changed")
             continue
-        if f & FileStatus.CONFLICTED:
+        if f & CONFLICTED:
             tracked[path] = Entry(path, "U", "U")
             continue
         x, y = _letter(f, INDEX_LETTERS), _letter(f, WORKTREE_LETTERS)
-        if f & FileStatus.WT_NEW:
+        if f & WT_NEW:
             if y != "." or x not in (".", "D"):
                 raise Unsure("untracked over a change")
             untracked.append(path)
