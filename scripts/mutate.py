@@ -2503,8 +2503,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "graph-watch-unused",
         "plugins/nexus_graph/nexus_graph/graph.py",
-        "        return self._watch.unchanged() if self._watch.available else self._fresh()\n",
-        "        return self._fresh()\n",
+        "            if self._watch.unchanged():\n",
+        "            if self._fresh():\n",
         "tests/graph/test_storage.py::test_a_settled_graph_is_watched_not_stat_ed_on_each_search",
         "a search on the event loop learns from the folder's watch, not a stat of every file, that nothing changed",
     ),
