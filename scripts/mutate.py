@@ -2509,6 +2509,14 @@ MUTATIONS: list[Mutation] = [
         "a search on the event loop learns from the folder's watch, not a stat of every file, that nothing changed",
     ),
     m(
+        "graph-write-unwatched",
+        "plugins/nexus_graph/nexus_graph/graph.py",
+        "                self._rewatch()  # this write is read: the next search need not leave the event loop for it\n",
+        "                pass\n",
+        "tests/graph/test_storage.py::test_a_search_after_this_servers_own_write_stays_on_the_event_loop",
+        "a search right after this server's own write to the graph is answered on the event loop",
+    ),
+    m(
         "graph-watch-files-unwatched",
         "plugins/nexus_graph/nexus_graph/graph.py",
         "        files = [path for _, path in self._listing]\n",

@@ -367,3 +367,9 @@ def test_a_kept_lock_file_removed_meanwhile_is_not_trusted(tmp_path: Path, monke
             assert "okapi" in index.entities
     finally:
         holder.wait(timeout=30)
+
+
+def test_a_search_after_this_servers_own_write_stays_on_the_event_loop(tmp_path: Path, monkeypatch) -> None:
+    store, _ = watched_store(tmp_path / "graph", monkeypatch)
+    store.add_entity("concepts", "second", "concept", "Second")  # read back and watched again under its lock
+    assert store.read_now(count) == 2

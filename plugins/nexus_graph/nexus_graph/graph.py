@@ -308,6 +308,7 @@ class GraphStore:
                 yield self.index
             finally:
                 self._sync()
+                self._rewatch()  # this write is read: the next search need not leave the event loop for it
 
     def check_category(self, category: str) -> str:
         if category not in self.categories:
