@@ -6,8 +6,10 @@ import contextlib
 import errno
 import json
 import logging
+import math
 import os
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,21 @@ from nexus_core.fs.modes import private_folder
 
 log = logging.getLogger("nexus.audit")
 _encode = json.JSONEncoder(default=str, ensure_ascii=False).encode  # built once: json.dumps with options is not
+_string = json.encoder.encode_basestring  # a str in JSON, as _encode writes it (in C; non-ASCII kept)
+
+
+def _line(fields: tuple[tuple[str, Any], ...]) -> str:
+    """``_encode(dict(fields))`` for the fields of a record: strings and finite floats are written directly
+    (a record is written per call), anything else by ``_encode``."""
+    parts = []
+    for key, value in fields:
+        if type(value) is str:
+            parts.append(f'"{key}": {_string(value)}')
+        elif type(value) is float and math.isfinite(value):
+            parts.append(f'"{key}": {value!r}')
+        else:
+            parts.append(f'"{key}": {_encode(value)}')
+    return "{" + ", ".join(parts) + "}"
 
 
 class AuditLog:
@@ -34,6 +51,7 @@ class AuditLog:
         self.include_arguments = include_arguments
         self._fd: int | None = None
         self._lock = threading.Lock()
+        self._clock: tuple[int, str] = (-1, "")  # (a second, its date and time of day formatted)
         self.dropped = 0  # records that could not be written since the server started
 
     def record(
@@ -49,24 +67,34 @@ class AuditLog:
         client: str = "",
         session: str = "",
     ) -> None:
-        entry: dict[str, Any] = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "client": client or "unknown",
-            "session": session,
-            "kind": kind,
-            "plugin": plugin,
-            "tool": tool,
-            "outcome": outcome,
-            "duration_ms": round(duration_ms, 3),
-        }
+        fields = (
+            ("time", self._now()),
+            ("client", client or "unknown"),
+            ("session", session),
+            ("kind", kind),
+            ("plugin", plugin),
+            ("tool", tool),
+            ("outcome", outcome),
+            ("duration_ms", round(duration_ms, 3)),
+        )
         if error:
-            entry["error"] = error
+            fields += (("error", error),)
         if self.include_arguments and arguments is not None:
-            entry["arguments"] = arguments
-        line = _encode(entry)
+            fields += (("arguments", arguments),)
+        line = _line(fields)
         log.debug("audit %s", line)
         if self.path is not None:
             self._append(line + "\n")
+
+    def _now(self) -> str:
+        """The time as ``datetime.now(UTC).isoformat(timespec="milliseconds")`` writes it; the date and time
+        of day are formatted once a second."""
+        now = time.time()
+        second = int(now)
+        clock = self._clock  # read once: another thread may be replacing it
+        if second != clock[0]:
+            clock = self._clock = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+        return f"{clock[1]}.{int((now - second) * 1000):03d}+00:00"
 
     def _append(self, line: str) -> None:
         data = line.encode()

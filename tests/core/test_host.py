@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import pytest
 from mcp import Client, MCPError
 
 from nexus_core import hookimpl
+from nexus_core.access import audit
 from nexus_core.errors import NexusError, PluginError
 from tests.core.fakes import (
     BrokenRegistration,
@@ -118,6 +120,24 @@ async def test_every_call_is_audited_without_arguments_by_default(make_host, dat
     assert all(r["plugin"] == "calc" and r["duration_ms"] >= 0 and "time" in r for r in records)
     assert all("arguments" not in r for r in records)
     assert "no" in records[1]["error"] and "danger" in records[2]["error"]
+
+
+def test_an_audit_record_is_one_line_as_json_dumps_writes_it_stamped_to_the_millisecond(tmp_path, monkeypatch) -> None:
+    clock = iter([1000.25, 1000.9999, 1001.5])  # two records in one second, then one in the next
+    monkeypatch.setattr(audit, "time", SimpleNamespace(time=lambda: next(clock)))
+    log = audit.AuditLog(tmp_path / "audit.jsonl", include_arguments=True)
+    for _ in range(3):
+        log.record(
+            plugin="p", tool="t", outcome="error", duration_ms=1.23456, arguments={"path": "é/\n", "n": [1, None]},
+            error='said "no"\u2028', client="c", session="s",
+        )  # fmt: skip
+    lines = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").split("\n")[:-1]  # (U+2028 is kept raw)
+    records = [json.loads(line) for line in lines]
+    assert lines == [json.dumps(record, ensure_ascii=False) for record in records]
+    keys = ["time", "client", "session", "kind", "plugin", "tool", "outcome", "duration_ms", "error", "arguments"]
+    assert all(list(record) == keys for record in records) and records[0]["duration_ms"] == 1.235
+    expected = ["1970-01-01T00:16:40.250+00:00", "1970-01-01T00:16:40.999+00:00", "1970-01-01T00:16:41.500+00:00"]
+    assert [record["time"] for record in records] == expected
 
 
 async def test_a_call_to_an_unknown_tool_is_audited_as_unknown(make_host, data_dir: Path) -> None:

@@ -127,3 +127,27 @@ def test_open_read_as_written_opens_what_open_read_opens_and_refuses_what_it_ref
             policy.open_read(root / rel)
         with pytest.raises(type(refused.value), match=re.escape(str(refused.value))):
             policy.open_read_as_written(root / rel)
+
+
+def test_a_capped_read_takes_what_the_file_holds_without_a_buffer_the_size_of_the_cap(tree):
+    """``read(cap + 1)`` (how a size limit is checked) allocates what the file holds, not the cap; a file that
+    grew after its ``fstat`` is still read on up to the cap."""
+    import tracemalloc
+
+    root, _ = tree
+    policy = PathPolicy([root])
+    cap = 50 << 20
+    tracemalloc.start()
+    try:
+        with policy.open_read("a/f.txt") as opened:
+            tracemalloc.reset_peak()
+            assert opened.read(cap + 1) == b"inside\n"
+            assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+    with policy.open_read("a/f.txt") as opened:
+        with open(root / "a" / "f.txt", "ab") as grown:
+            grown.write(b"and more\n")
+        assert opened.read(cap + 1) == b"inside\nand more\n"
+    with policy.open_read("a/f.txt") as opened:
+        assert opened.read(10) == b"inside\nand"

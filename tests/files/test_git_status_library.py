@@ -13,13 +13,14 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from nexus_files import git as git_module
-from nexus_files import gitcache, gitstatus
+from nexus_files import gitcache, gitkept, gitstatus
 from tests.files.helpers import call, git
 
 pytestmark = pytest.mark.anyio
@@ -516,8 +517,11 @@ def random_step(repo: Path, rng: random.Random) -> None:
         git(repo, "reset", "-q", "--", rel)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_random_changes_equal_git(files_client, repo, answered, monkeypatch, seed):
+@pytest.mark.parametrize("seed", [1, 2, 3, "kept"])
+async def test_random_changes_equal_git(files_client, repo, answered, opened, monkeypatch, seed):
+    """``kept``: every file counts as settled at once, so repositories are kept open from step to step."""
+    if seed == "kept":
+        settle_at_once(monkeypatch)
     rng = random.Random(seed)
     (repo / "big.dat").unlink()  # 60 MB of zeros: nothing to learn from hashing it at every step
     real = git_module.library_status
@@ -530,6 +534,90 @@ async def test_random_changes_equal_git(files_client, repo, answered, monkeypatc
             theirs = await call(client, "git_status")
             assert ours == theirs, f"step {step}"
     assert answered.count(True) >= 10  # libgit2 answered most steps (inexact renames go to git)
+    if seed == "kept":
+        assert len(opened) < answered.count(True)  # some steps used the repository kept from the one before
+
+
+def settle_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files count as settled as soon as they are written: what gitcache and gitkept keep only for files
+    unchanged for 2 s, they keep at once (the fixture repository was just written)."""
+    monkeypatch.setattr(gitcache, "FRESH_NS", 0)
+    monkeypatch.setattr(gitkept, "FRESH_NS", 0)
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The repositories libgit2 opened afresh, not kept open from an earlier call."""
+    seen: list[Path] = []
+    real = gitstatus._open
+
+    def watched(top: Path, git_dir: Path):
+        seen.append(top)
+        return real(top, git_dir)
+
+    monkeypatch.setattr(gitstatus, "_open", watched)
+    return seen
+
+
+async def test_a_repository_is_kept_open_from_one_call_to_the_next(files_client, repo, answered, opened, monkeypatch):
+    settle_at_once(monkeypatch)
+    async with files_client() as client:
+        first = await call(client, "git_status")
+        (repo / "docs" / "new.md").write_text("new\n")
+        second = await call(client, "git_status")
+    assert answered == [True, True] and opened == [repo]
+    assert "docs/new.md" in {e["path"] for e in second["entries"]} - {e["path"] for e in first["entries"]}
+
+
+async def test_a_repository_is_not_kept_while_its_files_are_fresh(files_client, repo, answered, opened, monkeypatch):
+    """The fixture's .gitignore was written just now: changed again within the same tick of the clock, a kept
+    repository could not tell (libgit2 compares inode, size and mtime), so it is opened afresh."""
+    monkeypatch.setattr(gitcache, "FRESH_NS", 0)  # what git said of the repository is kept: only gitkept decides
+    async with files_client() as client:
+        await call(client, "git_status")
+        await call(client, "git_status")
+    assert answered == [True, True] and opened == [repo, repo]
+
+
+async def test_an_index_written_just_now_does_not_keep_the_repository_from_being_kept(
+    files_client, repo, answered, opened, monkeypatch
+):
+    """libgit2 reads the index again whenever its checksum changed: git rewriting it (an add, a status that
+    refreshes it: mcp-server-git's, an editor's) between two calls is no reason to open the repository afresh."""
+    monkeypatch.setattr(gitcache, "FRESH_NS", 0)
+    monkeypatch.setattr(gitkept, "FRESH_NS", 300_000_000)
+    time.sleep(0.35)  # the fixture's files settle
+    write(repo / "docs" / "guide.md", "Staged now.\n")
+    git(repo, "add", "docs/guide.md")  # the index, rewritten just now
+    async with files_client() as client:
+        first = await call(client, "git_status")
+        git(repo, "reset", "-q", "docs/guide.md")  # and again between the calls
+        second = await call(client, "git_status")
+        monkeypatch.setattr(git_module, "library_status", lambda *args: None)
+        theirs = await call(client, "git_status")
+    assert answered == [True, True] and opened == [repo]
+    assert ("docs/guide.md", "M", ".") in {(e["path"], e["index"], e["worktree"]) for e in first["entries"]}
+    assert second == theirs and ("docs/guide.md", ".", "M") in {
+        (e["path"], e["index"], e["worktree"]) for e in second["entries"]
+    }
+
+
+async def test_a_rule_file_changed_behind_its_mtime_is_read_again(files_client, repo, answered, opened, monkeypatch):
+    """.gitignore rewritten to the same size with its old mtime put back: libgit2 would keep the old rules in a
+    kept repository; the ctime tells, and the repository is opened afresh."""
+    settle_at_once(monkeypatch)
+    ignore = repo / ".gitignore"
+    async with files_client() as client:
+        await call(client, "git_status")
+        before = ignore.stat()
+        ignore.write_text(ignore.read_text().replace("*.log", "*.txt"))  # debug.log is no longer ignored
+        os.utime(ignore, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert ignore.stat().st_size == before.st_size
+        ours = await call(client, "git_status")
+        monkeypatch.setattr(git_module, "library_status", lambda *args: None)
+        theirs = await call(client, "git_status")
+    assert answered == [True, True] and opened == [repo, repo]
+    assert ours == theirs and "debug.log" in {e["path"] for e in ours["entries"]}
 
 
 async def test_sha256_repository_goes_to_git(files_client, repo, answered, monkeypatch):

@@ -16,6 +16,7 @@ from mcp import Client
 from nexus_core import on_local_fs
 from nexus_graph import storage
 from nexus_graph.graph import DEFAULT_CATEGORIES, GraphStore
+from nexus_graph.watch import Watch
 from tests.graph.helpers import add, call, lines, write_lines
 
 pytestmark = pytest.mark.anyio
@@ -258,3 +259,117 @@ def test_the_lock_folders_are_made_once_and_again_when_removed(tmp_path: Path) -
     lock.parent.rmdir()  # removed meanwhile (a cleaner of old files): made again, the lock still taken
     with storage.locked(root, exclusive=True) as held:
         assert held and lock.exists()
+
+
+def watched_store(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[GraphStore, list[int]]:
+    """A store read once over a settled folder (so its files are watched), and a list that grows by one at each
+    check of every file's stat (``GraphStore._fresh``) from then on."""
+    store = GraphStore(root, DEFAULT_CATEGORIES)
+    store.add_entity("concepts", "first", "concept", "First")
+    backdate(root)
+    with store.reading():
+        pass
+    checks: list[int] = []
+    fresh = GraphStore._fresh
+    monkeypatch.setattr(GraphStore, "_fresh", lambda self: checks.append(1) or fresh(self))
+    return store, checks
+
+
+def count(index) -> int:
+    return len(index.entities)
+
+
+ZEBRA = {"id": "zebra", "type": "animal", "name": "Zebra", "created": "2026-01-02T00:00:00Z"}
+
+
+def test_a_settled_graph_is_watched_not_stat_ed_on_each_search(tmp_path: Path, monkeypatch) -> None:
+    store, checks = watched_store(tmp_path / "graph", monkeypatch)
+    assert store._watch.available  # Linux: what the searches on the event loop rely on
+    for _ in range(3):
+        assert store.read_now(count) == 1
+    assert checks == []  # the watch said nothing changed: no stat of every file
+    write_lines(tmp_path / "graph" / "concepts" / "entities.jsonl", [ZEBRA])
+    assert store.read_now(count) is None  # changed: the caller reads it in full, in a thread
+    with store.reading() as index:
+        assert "zebra" in index.entities
+    assert store.read_now(count) == 2
+
+
+def test_a_write_through_another_name_of_a_graph_file_is_seen(tmp_path: Path, monkeypatch) -> None:
+    store, _ = watched_store(tmp_path / "graph", monkeypatch)
+    other = tmp_path / "elsewhere.jsonl"
+    os.link(tmp_path / "graph" / "concepts" / "entities.jsonl", other)  # a hard link outside the graph folder
+    with store.reading():  # (one more link is a change of the file: read again, watched again)
+        pass
+    assert store.read_now(count) == 1
+    write_lines(other, [ZEBRA])
+    assert store.read_now(count) is None
+
+
+def test_a_graph_folder_pointed_elsewhere_is_read_anew(tmp_path: Path, monkeypatch) -> None:
+    """The graph folder's path through a symlink that now leads to another folder: no event, but not the same."""
+    GraphStore(tmp_path / "b", DEFAULT_CATEGORIES).add_entity("concepts", "other", "concept", "Other")
+    GraphStore(tmp_path / "b", DEFAULT_CATEGORIES).add_entity("concepts", "more", "concept", "More")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    store, _ = watched_store(tmp_path / "link", monkeypatch)
+    backdate(tmp_path / "b")
+    assert store.read_now(count) == 1
+    (tmp_path / "next").symlink_to(tmp_path / "b")
+    (tmp_path / "next").replace(tmp_path / "link")
+    assert store.read_now(count) is None
+    with store.reading() as index:
+        assert set(index.entities) == {"other", "more"}
+
+
+def test_a_change_between_the_read_and_the_watch_is_not_missed(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "graph"
+    store = GraphStore(root, DEFAULT_CATEGORIES)
+    store.add_entity("concepts", "first", "concept", "First")
+    backdate(root)
+    arm = Watch.arm
+
+    def late(self, folders, files):  # another process appends after the read, before the watch begins
+        write_lines(root / "concepts" / "entities.jsonl", [ZEBRA])
+        monkeypatch.setattr(Watch, "arm", arm)
+        return arm(self, folders, files)
+
+    monkeypatch.setattr(Watch, "arm", late)
+    with store.reading() as index:
+        assert "zebra" not in index.entities
+    assert store.read_now(count) is None
+    with store.reading() as index:
+        assert "zebra" in index.entities
+
+
+def test_a_watched_graph_keeps_its_lock_file_open_for_searches(tmp_path: Path, monkeypatch) -> None:
+    store, _ = watched_store(tmp_path / "graph", monkeypatch)
+    opened: list[Path] = []
+    open_lock = storage._open_lock
+    monkeypatch.setattr(storage, "_open_lock", lambda root: opened.append(root) or open_lock(root))
+    for _ in range(3):
+        assert store.read_now(count) == 1
+    assert opened == []  # asked whether a writer holds it on the descriptor kept since the read
+
+
+def test_a_kept_lock_file_removed_meanwhile_is_not_trusted(tmp_path: Path, monkeypatch) -> None:
+    """A cleaner removed the lock file and a writer locks the one made anew: the search must wait for it."""
+    root = tmp_path / "graph"
+    store, _ = watched_store(root, monkeypatch)
+    lock = storage.lock_file(root)
+    lock.unlink()
+    lock.touch(mode=0o600)  # made anew by the next process that locks it
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        assert store.read_now(count) is None  # the kept descriptor's file is gone: not asked
+        with store.reading() as index:  # waits for the writer
+            assert "okapi" in index.entities
+    finally:
+        holder.wait(timeout=30)
+
+
+def test_a_search_after_this_servers_own_write_stays_on_the_event_loop(tmp_path: Path, monkeypatch) -> None:
+    store, _ = watched_store(tmp_path / "graph", monkeypatch)
+    store.add_entity("concepts", "second", "concept", "Second")  # read back and watched again under its lock
+    assert store.read_now(count) == 2

@@ -30,6 +30,7 @@ from nexus_core import PathPolicy, PluginContext, ToolError, ToolRegistrar
 
 from .config import FilesConfig
 from .gitcache import Config, Known, RepoCache, read_config_listing, stamp, watched_paths
+from .gitkept import Kept
 from .gitrun import run_git
 from .gitstatus import Answer, Entry, settings
 from .gitstatus import status as library_status
@@ -469,10 +470,14 @@ def driver_overrides(config_list: bytes) -> list[Override]:
 
 
 def _is_symlink(path: str) -> bool:
+    return stat.S_ISLNK(_lstat_mode(path))
+
+
+def _lstat_mode(path: str) -> int:
     try:
-        return stat.S_ISLNK(os.lstat(path).st_mode)
+        return os.lstat(path).st_mode
     except OSError:
-        return False  # as Path.is_symlink
+        return 0  # no such file: neither a symlink (as Path.is_symlink) nor a folder (as Path.is_dir)
 
 
 def _is_plain_dir(path: str) -> bool:
@@ -513,6 +518,7 @@ class Git:
         self.binary = shutil.which("git")
         self.known = RepoCache()
         self.library = True  # answer git_status in-process where libgit2 gives git's answer (gitstatus)
+        self.kept = Kept()  # the repositories libgit2 keeps open between calls (gitkept)
 
     def env(self, overrides: Sequence[Override] = ()) -> dict[str, str]:
         keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME", "TMPDIR")
@@ -566,7 +572,7 @@ class Git:
     async def status(self, known: Known) -> Answer:
         """The status of ``known``'s repository: from libgit2 where it answers as git would, else from git."""
         if self.library and known.settings is not None:
-            args = (known.top, known.git_dir, known.common_dir, known.settings)
+            args = (known.top, known.git_dir, known.common_dir, known.settings, self.kept)
             answer = await anyio.to_thread.run_sync(library_status, *args)
             if answer is not None:
                 return answer
@@ -574,16 +580,19 @@ class Git:
 
     async def locate(self, given: str) -> Known:
         """What git said about the repository of ``given``, after the checks on its paths."""
+        return (await self.located(given))[0]
+
+    async def located(self, given: str) -> tuple[Known, bool]:
+        """``locate``, and whether the repository's top folder is its own real path (no symlink on the way)."""
         real = self.policy.resolve(given)
         if not real.exists():
             raise ToolError(f"'{given}' does not exist")
         folder = real if real.is_dir() else real.parent
         known = self.known.get(folder)
         if known is None:
-            known = await self._ask_git(given, folder)
-        else:
-            self._check_locations(given, known)
-        return known
+            known = await self._ask_git(given, folder)  # checked there, before git reads its config
+        real_top = self._check_locations(given, known, {real: str(real)})  # (again, then: git took its time)
+        return known, real_top == str(known.top)
 
     async def _ask_git(self, given: str, folder: Path) -> Known:
         started = time.time_ns()
@@ -593,8 +602,7 @@ class Git:
         if code != 0:
             raise ToolError(f"'{given}' is not inside a git repository within the roots: {err.strip()}")
         top, git_dir, common_dir = (Path(p) for p in out.splitlines()[:3])
-        known = Known(top, git_dir, common_dir, (), (), ())
-        self._check_locations(given, known)  # before git reads that repository's config
+        self._check_locations(given, Known(top, git_dir, common_dir, (), (), ()))  # before git reads its config
         config = await self._config(top)
         watched = watched_paths(folder, top, git_dir, common_dir, config)
         known = Known(
@@ -604,8 +612,11 @@ class Git:
         self.known.put(folder, known, complete=config.complete, started_ns=started)
         return known
 
-    def _check_locations(self, given: str, known: Known) -> None:
-        real: dict[Path, str] = {}  # the git directory is most often the common one: resolved once
+    def _check_locations(self, given: str, known: Known, real: dict[Path, str] | None = None) -> str:
+        """Refuse a repository whose folders lead outside the roots; the real path of its top folder.
+
+        ``real``: paths already resolved in this call (the one asked about), not resolved again."""
+        real = dict(real or {})  # the git directory is most often the common one: resolved once
         for what, path in (
             ("repository", known.top),
             ("git directory", known.git_dir),
@@ -616,6 +627,7 @@ class Git:
             if self.policy.root_of(Path(real[path])) is None:
                 raise ToolError(f"refused: the {what} of '{given}' ({path}) is outside the allowed roots")
         self._check_git_dir(given, known.git_dir, known.common_dir)
+        return real[known.top]
 
     def _check_git_dir(self, given: str, git_dir: Path, common_dir: Path) -> None:
         """Objects, refs and config must not come from outside the roots (symlinks, alternates)."""
@@ -728,18 +740,23 @@ class Denials:
     A path's real path is its lexical one when the top folder is real and no folder on the way below it, nor
     the path itself, is a symlink: then only those are ``lstat``-ed (each once per call: a status lists many
     files of few folders), not every folder from ``/``. Any symlink there sends the path to ``Git.denial``.
+    Such a path is then checked on its text (``PathPolicy.visible``, told by that ``lstat`` whether it is a
+    folder); only a hidden one is checked again for its reason.
     """
 
-    def __init__(self, git: Git, top: Path) -> None:
+    def __init__(self, git: Git, top: Path, *, top_real: bool | None = None) -> None:
+        """``top_real``: whether ``top`` is its own real path, when the caller just found out."""
         self.git, self.top = git, top
         self.prefix = str(top).rstrip("/") + "/"
-        self.top_real = os.path.realpath(top) == str(top)
-        self.links: dict[str, bool] = {}  # path -> whether it is a symlink, as realpath would see it
+        self.top_real = os.path.realpath(top) == str(top) if top_real is None else top_real
+        self.modes: dict[str, int] = {}  # path -> its lstat mode (0: none), as realpath would see it
 
     def __call__(self, rel: str) -> str | None:
         lexical = os.path.normpath(self.prefix + rel)
         if not (self.top_real and lexical.startswith(self.prefix)) or self._any_link(lexical):
             return self.git.denial(self.top, rel)
+        if self.git.policy.visible(lexical, stat.S_ISDIR(self.modes[lexical])):
+            return None
         path = Path(lexical)
         if self.git.policy.root_of(path) is None:
             return "is outside the allowed roots"
@@ -750,10 +767,10 @@ class Denials:
         while end >= 0:
             end = lexical.find("/", end + 1)
             step = lexical if end < 0 else lexical[:end]
-            link = self.links.get(step)
-            if link is None:
-                link = self.links[step] = _is_symlink(step)
-            if link:
+            mode = self.modes.get(step)
+            if mode is None:
+                mode = self.modes[step] = _lstat_mode(step)
+            if stat.S_ISLNK(mode):
                 return True
         return False
 
@@ -771,14 +788,14 @@ async def git_status(ctx: PluginContext, repo: RepoArg = ".") -> GitStatus:
     """Branch, upstream, changed and untracked files."""
     git = git_of(ctx)
     refuse_options(repo=repo)
-    known = await git.locate(repo)
+    known, top_real = await git.located(repo)
     top = known.top
     answer = await git.status(known)
     entries = [
         StatusEntry(path=e.path, index=e.index, worktree=e.worktree, original_path=e.original_path)
         for e in answer.entries
     ]
-    denial = Denials(git, top)
+    denial = Denials(git, top, top_real=top_real)
     shown_entries = [e for e in entries if not any(denial(p) for p in (e.path, e.original_path) if p is not None)]
     return GitStatus(
         repo=shown(ctx.paths, top), branch=answer.branch, upstream=answer.upstream, ahead=answer.ahead,

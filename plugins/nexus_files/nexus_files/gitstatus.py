@@ -21,10 +21,13 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .gitkept import Kept, cached_files
 
 # pygit2 and what status reads of it, imported on first use (``_library``): a server that is never asked for
 # git_status does not pay for it (~45 ms of every start, ~8 MB).
@@ -33,9 +36,10 @@ ConfigLevel: Any = None
 FileMode: Any = None
 FileStatus: Any = None
 RepositoryOpenFlag: Any = None
-INDEX_LETTERS: tuple[tuple[Any, str], ...] = ()
-WORKTREE_LETTERS: tuple[tuple[Any, str], ...] = ()
-UNEXPECTED: Any = None
+# FileStatus bits as plain ints: the enum's own & runs in Python (~55 of them a status).
+INDEX_LETTERS: tuple[tuple[int, str], ...] = ()
+WORKTREE_LETTERS: tuple[tuple[int, str], ...] = ()
+UNEXPECTED = IGNORED = CONFLICTED = WT_NEW = 0
 _imported: bool | None = None  # None: not tried yet; False: pygit2 is not installed (the git process answers)
 _import_lock = threading.Lock()
 
@@ -43,7 +47,7 @@ _import_lock = threading.Lock()
 def _library() -> bool:
     """Whether pygit2 can answer: imported and set up once, on first use."""
     global pygit2, ConfigLevel, FileMode, FileStatus, RepositoryOpenFlag
-    global INDEX_LETTERS, WORKTREE_LETTERS, UNEXPECTED, _imported
+    global INDEX_LETTERS, WORKTREE_LETTERS, UNEXPECTED, IGNORED, CONFLICTED, WT_NEW, _imported
     with _import_lock:
         if _imported is not None:
             return _imported
@@ -56,17 +60,18 @@ def _library() -> bool:
         for level in (ConfigLevel.SYSTEM, ConfigLevel.XDG, ConfigLevel.GLOBAL, ConfigLevel.PROGRAMDATA):
             library.settings.search_path[level] = ""  # as GIT_CONFIG_NOSYSTEM and GIT_CONFIG_GLOBAL=/dev/null
         INDEX_LETTERS = (
-            (FileStatus.INDEX_NEW, "A"),
-            (FileStatus.INDEX_MODIFIED, "M"),
-            (FileStatus.INDEX_DELETED, "D"),
-            (FileStatus.INDEX_TYPECHANGE, "T"),
+            (int(FileStatus.INDEX_NEW), "A"),
+            (int(FileStatus.INDEX_MODIFIED), "M"),
+            (int(FileStatus.INDEX_DELETED), "D"),
+            (int(FileStatus.INDEX_TYPECHANGE), "T"),
         )
         WORKTREE_LETTERS = (
-            (FileStatus.WT_MODIFIED, "M"),
-            (FileStatus.WT_DELETED, "D"),
-            (FileStatus.WT_TYPECHANGE, "T"),
+            (int(FileStatus.WT_MODIFIED), "M"),
+            (int(FileStatus.WT_DELETED), "D"),
+            (int(FileStatus.WT_TYPECHANGE), "T"),
         )
-        UNEXPECTED = FileStatus.WT_UNREADABLE | FileStatus.WT_RENAMED | FileStatus.INDEX_RENAMED
+        UNEXPECTED = int(FileStatus.WT_UNREADABLE | FileStatus.WT_RENAMED | FileStatus.INDEX_RENAMED)
+        IGNORED, CONFLICTED, WT_NEW = int(FileStatus.IGNORED), int(FileStatus.CONFLICTED), int(FileStatus.WT_NEW)
         pygit2, _imported = library, True
         return True
 
@@ -132,33 +137,46 @@ def settings(config_entries: bytes) -> Settings | None:
     return found
 
 
-def status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answer | None:
-    """git's status of the repository at ``top``, or None when only git can give it."""
+def status(top: Path, git_dir: Path, common_dir: Path, config: Settings, kept: Kept | None = None) -> Answer | None:
+    """git's status of the repository at ``top``, or None when only git can give it. ``kept``: where the
+    repository is kept open for the next call (``gitkept``)."""
     if not _library():
         return None
     try:
-        return _status(top, git_dir, common_dir, config)
+        return _status(top, git_dir, common_dir, config, kept)
     except Exception as e:  # Unsure, or anything libgit2 could not do: git answers (the tests check who answered)
         log.debug("git_status of %s: git answers (%r)", top, e, exc_info=not isinstance(e, Unsure))
         return None
 
 
-def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> Answer:
+def _status(top: Path, git_dir: Path, common_dir: Path, config: Settings, kept: Kept | None) -> Answer:
     index = _check_files(top, git_dir, common_dir, config)
+    started = time.time_ns()
+    key = (top, git_dir, common_dir)
+    repo = (kept.take(key, config) if kept is not None else None) or _open(top, git_dir)
+    flags = repo.status(untracked_files="all", ignored=True)  # ignored ones too: see _check_rule_files
+    rules = _check_rule_files(top, index, flags)
+    branch, upstream, ahead, behind = _branch(repo, common_dir, config)
+    answer = Answer(branch, upstream, ahead, behind, _entries(repo, flags))
+    if kept is not None:
+        files = cached_files(git_dir, common_dir, config.get("core.excludesfile", []))
+        kept.put(key, config, repo, [*files, *(top / name for name in rules)], started)
+    return answer
+
+
+def _open(top: Path, git_dir: Path) -> Any:
+    """The repository at ``top``, when libgit2 finds there the git directory and work tree git found."""
     repo = pygit2.Repository(str(top), RepositoryOpenFlag.NO_SEARCH)
     if Path(repo.path).resolve() != git_dir.resolve() or repo.workdir is None:
         raise Unsure("another git dir")
     if Path(repo.workdir).resolve() != top.resolve():
         raise Unsure("another work tree")
-    flags = repo.status(untracked_files="all", ignored=True)  # ignored ones too: see _check_rule_files
-    _check_rule_files(top, index, flags)
-    branch, upstream, ahead, behind = _branch(repo, common_dir, config)
-    return Answer(branch, upstream, ahead, behind, _entries(repo, flags))
+    return repo
 
 
 def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -> bytes:
     """What git reads for status that libgit2 does not read alike; the index file's bytes."""
-    if os.path.lexists(top / ".gitmodules"):
+    if os.path.lexists(f"{top}/.gitmodules"):
         raise Unsure(".gitmodules")  # submodules: --ignore-submodules=dirty overrides their ignore settings
     for value in config.get("core.excludesfile", []):
         if not (value.startswith("~/") or os.path.isabs(value)):
@@ -166,12 +184,15 @@ def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -
     default = _default_excludes()
     if "core.excludesfile" not in config and default is not None and os.path.exists(default):
         raise Unsure("XDG ignore file")  # libgit2 reads it only along with the XDG config, which it must not read
-    for name in ("remotes", "branches"):  # remotes defined the old way
-        folder = common_dir / name
-        if folder.is_dir() and any(folder.iterdir()):
-            raise Unsure("legacy remotes")
+    for name in ("remotes", "branches"):  # remotes defined the old way (on strings: a call is a few dozen us)
+        try:
+            if os.listdir(f"{common_dir}/{name}"):
+                raise Unsure("legacy remotes")
+        except (FileNotFoundError, NotADirectoryError):
+            pass
     try:
-        index = (git_dir / "index").read_bytes()
+        with open(f"{git_dir}/index", "rb") as file:
+            index = file.read()
     except FileNotFoundError:
         return b""
     if index[:8] != b"DIRC\x00\x00\x00\x02":
@@ -181,8 +202,8 @@ def _check_files(top: Path, git_dir: Path, common_dir: Path, config: Settings) -
     return index
 
 
-def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> None:
-    """No .gitignore or .gitattributes that libgit2 may have read is a symlink.
+def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> list[str]:
+    """No .gitignore or .gitattributes that libgit2 may have read is a symlink; their paths.
 
     git does not follow such symlinks in the work tree (a link out of the roots, or an
     answer that differs); libgit2 does. It reads them in every folder it walks, and every
@@ -193,6 +214,7 @@ def _check_rule_files(top: Path, index: bytes, flags: dict[str, int]) -> None:
         names += _index_paths_named(index, name)
     if any(os.path.islink(top / name) for name in names):
         raise Unsure("a symlinked .gitignore or .gitattributes")
+    return names
 
 
 def _index_paths_named(index: bytes, name: str) -> list[str]:
@@ -237,19 +259,20 @@ def _letter(flags: int, letters: Iterable[tuple[int, str]]) -> str:
 def _entries(repo, flags: dict[str, int]) -> list[Entry]:
     tracked: dict[str, Entry] = {}
     untracked: list[str] = []
-    for path, f in flags.items():
+    for path, status in flags.items():
         path.encode("utf-8")  # UnicodeError (a name libgit2 could not decode): git
+        f = int(status)
         if f & UNEXPECTED:
             raise Unsure("unreadable or renamed")
-        if f & FileStatus.IGNORED:
-            if f != FileStatus.IGNORED:
+        if f & IGNORED:
+            if f != IGNORED:
                 raise Unsure("ignored and changed")
             continue
-        if f & FileStatus.CONFLICTED:
+        if f & CONFLICTED:
             tracked[path] = Entry(path, "U", "U")
             continue
         x, y = _letter(f, INDEX_LETTERS), _letter(f, WORKTREE_LETTERS)
-        if f & FileStatus.WT_NEW:
+        if f & WT_NEW:
             if y != "." or x not in (".", "D"):
                 raise Unsure("untracked over a change")
             untracked.append(path)

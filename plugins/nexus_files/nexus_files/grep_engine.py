@@ -449,7 +449,7 @@ def confirm(files: list[FileHits], base: Path, policy: PathPolicy, max_file_size
             continue
         if len(data) > max_file_size:
             continue  # grew while it was read
-        lines = data.split(b"\n")
+        lines = data.split(b"\n", max(n for n, _, _ in f.lines))  # the lines after the last one reported stay whole
         if all(
             n <= len(lines) and clip(lines[n - 1].decode("utf-8", "replace").removesuffix("\r")) == text
             for n, text, _ in f.lines

@@ -37,6 +37,7 @@ from nexus_graph.records import (
     now_iso,
 )
 from nexus_graph.search import SearchIndex
+from nexus_graph.watch import Watch
 
 DEFAULT_CATEGORIES = ("concepts", "tech_stack", "people", "projects")
 # Up to this many entities a search takes 1-2 ms (a few on a busy machine) and may run on the
@@ -113,6 +114,8 @@ class GraphStore:
         self.log = log or logging.getLogger("nexus.graph")
         self._lock = threading.RLock()
         self._real_root: str | None = None  # resolved on first use, for the mount check
+        self._watch = Watch(root)  # tells the event loop's searches whether anything changed since the last read
+        self._kept_lock = storage.KeptLock()  # and, while the watch holds, whether a writer holds the lock
         self._reset()
 
     def _reset(self) -> None:
@@ -132,6 +135,7 @@ class GraphStore:
         with self._lock:
             with storage.locked(self.root, exclusive=False):
                 self._sync()
+                self._rewatch()
             yield self.index
 
     def read_now(self, fn: Callable[[GraphIndex], T], max_entities: int = LOOP_MAX_ENTITIES) -> T | None:
@@ -146,17 +150,44 @@ class GraphStore:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            with storage.locked(self.root, exclusive=False, wait=False) as held:
-                if not held or not self._fresh():
-                    return None
-            return fn(self.index)
+            return fn(self.index) if self._settled_now() else None
         finally:
             self._lock.release()
+
+    def _settled_now(self) -> bool:
+        """No writer holds the folder's lock, and the index holds all that is on disk."""
+        if self._kept_lock.kept:
+            if not self._kept_lock.free():
+                return False
+            if self._watch.unchanged():
+                return True
+            self._kept_lock.close()  # the folder changed: kept again once it is read in full
+            return False
+        with storage.locked(self.root, exclusive=False, wait=False) as held:
+            return held and self._current()
 
     def _on_local_disk(self) -> bool:
         if self._real_root is None:
             self._real_root = os.path.realpath(self.root)
         return on_local_fs(self._real_root)
+
+    def _current(self) -> bool:
+        """Whether the index holds all that is on disk: as the watch says, or (without one) as ``_fresh`` finds."""
+        return self._watch.unchanged() if self._watch.available else self._fresh()
+
+    def _rewatch(self) -> None:
+        """After a full read (under the lock): watch what was read, unless the watch holds still (nothing changed
+        since); keep the lock file open while it does."""
+        if not self._watch.available or self._listing is None:
+            return
+        if not self._watch.unchanged():
+            self._kept_lock.close()
+            files = [path for _, path in self._listing]
+            if not self._watch.arm(self._listed[0], files) or not self._fresh():  # changed before the watch began
+                self._watch.close()
+                return
+        if not self._kept_lock.kept:
+            self._kept_lock.keep(self.root)
 
     def _fresh(self) -> bool:
         """Whether the index holds all that is on disk: the listing still true and no file changed (stats only)."""
@@ -277,6 +308,7 @@ class GraphStore:
                 yield self.index
             finally:
                 self._sync()
+                self._rewatch()  # this write is read: the next search need not leave the event loop for it
 
     def check_category(self, category: str) -> str:
         if category not in self.categories:
