@@ -580,6 +580,22 @@ MUTATIONS: list[Mutation] = [
         "a mirror whose sentence vectors file fails leaves them to Chroma",
     ),
     m(
+        "memory-freed-not-handed-back-after-calls",
+        MEMORY + "runtime.py",
+        "                self._service.released.after_call()\n",
+        "                pass\n",
+        "tests/memory/test_released.py",
+        "what the memory calls free is handed back to the system after them",
+    ),
+    m(
+        "memory-freed-handed-back-after-every-call",
+        MEMORY + "released.py",
+        "            if self._stop.wait(self.every):",
+        "            if self._stop.is_set():",
+        "tests/memory/test_released.py",
+        "the memory calls' freed memory is handed back at most once every EVERY seconds",
+    ),
+    m(
         "store-lock-not-taken",
         MEMORY + "store/lock.py",
         "            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",

@@ -8,7 +8,8 @@ they were started:
 - ``nexus-memory-recall``: two threads that ask for the sentence vectors nearest a query beside the candidates'
   query (``recall.pipeline``);
 - ``nexus-memory-touch``: writes ``last_recalled_at`` in one batch per ``touch_delay`` (``touches``);
-- ``nexus-memory-parts``: embeds and writes the sentence vectors of new memories (``store.writer``).
+- ``nexus-memory-parts``: embeds and writes the sentence vectors of new memories (``store.writer``);
+- ``nexus-memory-release``: hands the memory the calls freed back to the system (``released``).
 
 And ``nexus-memory-preload``, once per process, which loads the configured embedder's models as the shared
 server's process starts (``preload``); and one per process for each model a pair or trio runs beside another
@@ -33,6 +34,7 @@ MODELS = "nexus-memory-models"
 RECALL = "nexus-memory-recall"
 TOUCH = "nexus-memory-touch"
 PARTS = "nexus-memory-parts"
+RELEASE = "nexus-memory-release"
 
 
 @dataclass
