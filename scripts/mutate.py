@@ -596,6 +596,14 @@ MUTATIONS: list[Mutation] = [
         "the memory calls' freed memory is handed back at most once every EVERY seconds",
     ),
     m(
+        "memory-writer-hands-back-after-the-queue-only",
+        MEMORY + "store/writer.py",
+        "                    break\n                # What the batch's",
+        "                    release_freed()\n                    break\n                continue  # What the batch's",
+        "tests/memory/test_parts_writer.py::test_the_writer_hands_back_what_each_batch_freed",
+        "the sentence writer hands back what each batch's embedding freed",
+    ),
+    m(
         "store-lock-not-taken",
         MEMORY + "store/lock.py",
         "            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
