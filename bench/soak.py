@@ -330,6 +330,7 @@ def where(folder: Path, count: int) -> None:
     stores(count)
     traced = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
+    release_freed()  # tracemalloc's own tables, freed
     (anon2, files2), vectors2 = resident(), store.count() + store.parts.collection.count()
     mirror = store.held_mirror
     rows = mirror._vectors[: len(mirror)].nbytes * count / len(mirror) / 1024 if mirror is not None else 0.0  # KB
