@@ -326,22 +326,24 @@ def where(folder: Path, count: int) -> None:
 
     stores(min(20, count))  # the models, the mirror, the caches: what the first few memories start
     (anon, files), vectors = resident(), store.count() + store.parts.collection.count()
+    mirror = store.mirror()
+    array, held = mirror._vectors, len(mirror)
     tracemalloc.start()
     stores(count)
-    traced = tracemalloc.get_traced_memory()[0]
+    traced = tracemalloc.get_traced_memory()[0] / 1024  # KB
     tracemalloc.stop()
     release_freed()  # tracemalloc's own tables, freed
     (anon2, files2), vectors2 = resident(), store.count() + store.parts.collection.count()
-    mirror = store.held_mirror
-    rows = mirror._vectors[: len(mirror)].nbytes * count / len(mirror) / 1024 if mirror is not None else 0.0  # KB
+    # The mirror's array grows by doubling (zeroed pages stay unread): its rows are what is resident.
+    rows = (len(mirror) - held) * array.shape[1] * array.itemsize / 1024
+    grown = (mirror._vectors.nbytes + mirror._scales.nbytes) / 1024 if mirror._vectors is not array else 0.0
     added = vectors2 - vectors
     chroma = chroma_cost(folder / "alone", added, int(store.embedder.dimension)) * 1024  # KB
-    traced /= 1024
     figures = [
         ("Chroma's index (every vector, measured alone)", chroma),
         ("the mirror's vectors", rows),
-        ("other Python objects (texts, metadata, ids, tag index; tracemalloc)", traced - rows),
-        ("the rest (malloc's heaps, SQLite, onnxruntime)", (anon2 - anon) * 1024 - chroma - traced),
+        ("other Python objects (texts, metadata, ids, tag index; tracemalloc)", traced - grown),
+        ("the rest (malloc's heaps, SQLite, onnxruntime)", (anon2 - anon) * 1024 - chroma - rows - traced + grown),
         ("total, anonymous (freed memory handed back)", (anon2 - anon) * 1024),
         ("pages of files", (files2 - files) * 1024),
     ]
