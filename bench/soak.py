@@ -17,6 +17,14 @@ makes an append_file every fifth call, a store_memory every 25th, and recall_mem
 search_knowledge in turn between them, its memories and queries made of words drawn at random, so the models
 meet ever new text; only the appends are counted for lost writes. The memory figures then include the models,
 loaded by the warm-up round, and the memories stored (the store keeps each one's vectors in process).
+
+    .venv/bin/python bench/soak.py --where 600     # where a stored memory's resident memory goes
+
+--where N runs, in a fresh process and home folder, what the shared server runs (every plugin the soak serves,
+the default embedder): N stores like the soak's, each followed by five recalls, through the memory plugin's
+service; then the resident memory they added (freed memory handed back), split into Chroma's index (measured by
+adding as many vectors to a collection of its own), the Python objects and numpy arrays (tracemalloc; the
+mirror's vectors among them) and the rest, in KB a memory stored.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import socket
 import subprocess
@@ -273,6 +282,116 @@ def report(writers: list[Writer], seconds: float, before: float | None, after: f
     return 1 if lost or errors or not growth <= limit else 0
 
 
+# -- where a stored memory's resident memory goes ---------------------------------------------------------------
+
+
+def resident() -> tuple[float, float]:
+    """This process's resident memory in MB: anonymous, and pages of files."""
+    found = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        found[key] = value
+    kb = [int(found.get(k, "0 kB").split()[0]) for k in ("RssAnon", "RssFile", "RssShmem")]
+    return kb[0] / 1024, (kb[1] + kb[2]) / 1024
+
+
+def where(folder: Path, count: int) -> None:
+    """``count`` stores like the soak's, each followed by five recalls, through the memory plugin of a host built
+    as the shared server builds it; then where the memory they added went, in KB a memory."""
+    import gc
+    import tracemalloc
+
+    from nexus_core import release_freed
+    from nexus_core.assembly import build_for_serving
+    from nexus_core.config.effective import load
+    from nexus_core.host import heap
+    from nexus_memory import service_of
+
+    heap.limit_arenas()
+    (folder / "work").mkdir()
+    host = build_for_serving(load(str(config_for(folder, mixed=True)), ("plugins.memory.warm_up=false",), False))
+    service = service_of(host.plugins["memory"].ctx)
+    store, rng = service.store, random.Random(1)
+
+    def stores(n: int) -> None:
+        for i in range(n):
+            content = f"{words(rng, 12)}. {words(rng, 10)}, so {words(rng, 8)}."
+            service.store_memory(content, f"client{i % 5}", [rng.choice(WORDS)], "note")
+            for _ in range(5):
+                service.recall(words(rng, 5), 10, None, None, None)
+        service.parts.drain(timeout=600)
+        service.flush_touches()
+        gc.collect()
+        release_freed()
+
+    stores(min(20, count))  # the models, the mirror, the caches: what the first few memories start
+    (anon, files), vectors = resident(), store.count() + store.parts.collection.count()
+    mirror = store.mirror()
+    array, held = mirror._vectors, len(mirror)
+    tracemalloc.start()
+    stores(count)
+    traced = tracemalloc.get_traced_memory()[0] / 1024  # KB
+    tracemalloc.stop()
+    release_freed()  # tracemalloc's own tables, freed
+    (anon2, files2), vectors2 = resident(), store.count() + store.parts.collection.count()
+    # The mirror's array grows by doubling (zeroed pages stay unread): its rows are what is resident.
+    rows = (len(mirror) - held) * array.shape[1] * array.itemsize / 1024
+    grown = (mirror._vectors.nbytes + mirror._scales.nbytes) / 1024 if mirror._vectors is not array else 0.0
+    added = vectors2 - vectors
+    chroma = chroma_cost(folder / "alone", added, int(store.embedder.dimension)) * 1024  # KB
+    figures = [
+        ("Chroma's index (every vector, measured alone)", chroma),
+        ("the mirror's vectors", rows),
+        ("other Python objects (texts, metadata, ids, tag index; tracemalloc)", traced - grown),
+        ("the rest (malloc's heaps, SQLite, onnxruntime)", (anon2 - anon) * 1024 - chroma - rows - traced + grown),
+        ("total, anonymous (freed memory handed back)", (anon2 - anon) * 1024),
+        ("pages of files", (files2 - files) * 1024),
+    ]
+    print(f"where the memory {count} stores added goes ({added / count:.1f} vectors a memory), KB a memory")
+    print()
+    print("| where | KB a memory |")
+    print("|---|---:|")
+    for label, total in figures:
+        print(f"| {label} | {total / count:.1f} |")
+    service.close()
+    os._exit(0)  # Chroma's and the plugins' threads need no orderly end here
+
+
+def where_in_fresh_process(count: int) -> int:
+    with tempfile.TemporaryDirectory(prefix="nx-soak-where-") as folder:
+        command = [sys.executable, __file__, "--where-here", str(count)]
+        out = subprocess.run(command, env=home_env(Path(folder) / "home"), cwd=folder, timeout=3600, check=False)
+    return out.returncode
+
+
+def chroma_cost(folder: Path, vectors: int, dimension: int) -> float:
+    """The resident memory (MB) ``vectors`` unit vectors add to a collection of their own, with the store's index
+    settings, added one memory's worth (four) at a time after a first hundred."""
+    import numpy as np
+    from chromadb import PersistentClient
+    from chromadb.config import Settings
+
+    from nexus_core import release_freed
+    from nexus_memory.store import HNSW
+
+    client = PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    collection = client.create_collection("alone", embedding_function=None, configuration={"hnsw": HNSW})
+    rng = np.random.default_rng(0)
+
+    def add(n: int, at: int) -> None:
+        for start in range(at, at + n, 4):
+            rows = rng.standard_normal((min(4, at + n - start), dimension)).astype(np.float32)
+            rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+            collection.add(ids=[f"v{start + i}" for i in range(len(rows))], embeddings=rows)
+
+    add(100, 0)
+    release_freed()
+    before = resident()[0]
+    add(vectors, 100)
+    release_freed()
+    return resident()[0] - before
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -280,7 +399,13 @@ def main() -> int:
     parser.add_argument("--mixed", action="store_true", help="every plugin, mixed calls (memory, graph, files)")
     parser.add_argument("--store-every", type=int, default=STORE_EVERY, help="with --mixed: calls per store (0: none)")
     parser.add_argument("--smoke", action="store_true", help="a few seconds (what the test runs)")
+    parser.add_argument("--where", type=int, metavar="N", help="only where N stored memories' memory goes")
+    parser.add_argument("--where-here", type=int, help=argparse.SUPPRESS)  # --where's own process
     args = parser.parse_args()
+    if args.where_here:
+        where(Path.cwd(), args.where_here)
+    if args.where:
+        return where_in_fresh_process(5 if args.smoke else args.where)
     seconds = 3.0 if args.smoke else args.seconds
     with tempfile.TemporaryDirectory(prefix="nx-soak-") as folder:
         # Seconds are too few for the memory to settle: the smoke run checks only that nothing is lost.

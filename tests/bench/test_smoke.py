@@ -117,3 +117,10 @@ def test_soak(run_bench: Run) -> None:
     lines_like(out, r"^acknowledged writes\s+\d+$", r"^stored writes\s+\d+$", r"^lost writes\s+0$")
     lines_like(out, rf"^server RSS before\s+{NUMBER} MB$", rf"^server RSS after\s+{NUMBER} MB \([+-]{NUMBER} %\)$")
     lines_like(out, r"^memories stored\s+\d+")
+
+
+def test_soak_where(run_bench: Run) -> None:
+    out = run_bench("soak.py", "--smoke", "--where", "5")  # in a process of its own: no server to stop
+    lines_like(out, r"^where the memory 5 stores added goes \([\d.]+ vectors a memory\)")
+    lines_like(out, rf"^\| Chroma's index \(every vector, measured alone\) \| {NUMBER} \|$")
+    lines_like(out, rf"^\| total, anonymous \(freed memory handed back\) \| {NUMBER} \|$")

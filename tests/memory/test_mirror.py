@@ -4,7 +4,9 @@ every write, dropped by a failed one, and never used for a Chroma server or past
 from __future__ import annotations
 
 import json
+import os
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,9 @@ from nexus_memory.embed import create
 from nexus_memory.recall import scoring
 from nexus_memory.store import ChromaStore, where_clause, with_any_tag
 from nexus_memory.store import chroma as store_module
-from nexus_memory.store.mirror import Mirror, Unsupported, allowed
+from nexus_memory.store import rows as rows_module
+from nexus_memory.store.mirror import Mirror, Unsupported, allowed, best_per_memory
+from nexus_memory.store.rows import RowFile
 from tests.memory.conftest import service_in
 from tests.memory.helpers import call, fails, store
 
@@ -231,3 +235,62 @@ def test_where_clauses_are_read_as_chroma_reads_them() -> None:
     assert allowed({"type": "failure", "context": "web"}, metas).tolist() == [False, False, True]
     with pytest.raises(Unsupported):
         allowed({"created_at": {"$gt": "2024"}}, metas)
+
+
+def test_sentence_vectors_are_kept_in_a_file_and_read_back_bit_for_bit(tmp_path: Path) -> None:
+    """The mirror's sentence vectors live in an unnamed file in the store's folder, not in the process; read back,
+    they give the very dot products the rows held in memory gave."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    copy = Mirror(896, folder=tmp_path)
+    written = {f"m{i}#{n}": rng.standard_normal(896).astype(np.float32).tolist() for i in range(40) for n in range(3)}
+    tracemalloc.start()
+    copy.put_parts(list(written), list(written.values()))
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert held < 200_000  # 120 rows of 896 floats are 430 KB as arrays
+    assert os.listdir(tmp_path) == []  # nothing left in the folder, whatever ends the process
+    rewritten = rng.standard_normal(896).astype(np.float32).tolist()
+    copy.put_parts(["m3#1"], [rewritten])  # replaced where it is, as Chroma's upsert does
+    written["m3#1"] = rewritten
+    copy.drop_parts(["m5"])
+    query = rng.standard_normal(896).astype(np.float32).tolist()
+    ids = ["m3", "m5", "m0", "m3", "m39", "nobody"]
+    owners = [pid for mid in dict.fromkeys(ids) for pid in written if pid.startswith(mid + "#") and mid != "m5"]
+    expected = best_per_memory([p.partition("#")[0] for p in owners], np.stack([written[p] for p in owners]), query)
+    assert copy.best_parts(query, ids) == expected  # exactly
+
+
+def test_the_sentence_vectors_file_is_as_large_as_the_most_rows_held_at_once(tmp_path: Path) -> None:
+    import numpy as np
+
+    rows = RowFile(4, tmp_path)
+    first = rows.put(np.arange(16, dtype=np.float32).reshape(4, 4))
+    rows.free(first[:3])
+    again = rows.put(np.full((3, 4), 7, dtype=np.float32))
+    assert sorted(again) == sorted(first[:3]) and len(rows) == 4  # the freed slots, reused
+    assert os.fstat(rows._fd).st_size == 4 * 4 * 4
+    assert os.fstat(rows._fd).st_mode & 0o777 == 0o600
+    assert rows.read([again[2], first[3]]).tolist() == [[7.0] * 4, [12.0, 13.0, 14.0, 15.0]]
+
+
+@pytest.mark.anyio
+async def test_a_sentence_vectors_file_that_fails_leaves_them_to_chroma(memory_host, monkeypatch) -> None:
+    host = memory_host(sentences=True)
+    async with Client(host.server) as client:
+        for i in range(3):
+            await store(client, f"Deploy {i} of the billing worker failed. The secret store lacked a key.", "ops", [])
+        service = service_in(host)
+        assert service.parts.drain(timeout=30)
+        st = service.store
+        query = "which key was missing from the secret store"
+        assert st.parts_mirror() is not None
+        mirrored = await _recalled(client, st, query, by_chroma=False)
+
+        def failing(*args: Any) -> bytes:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(rows_module.os, "pread", failing)
+        assert await _recalled(client, st, query, by_chroma=False) == mirrored  # Chroma's sentence vectors
+        assert st.parts_mirror() is None and st.mirror() is not None

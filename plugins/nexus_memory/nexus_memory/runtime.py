@@ -167,6 +167,9 @@ class Runtime:
             if self._service is not None:
                 self._service.store.close()
             raise ToolError(f"the memory store failed: {one_line(exc)}") from exc
+        finally:
+            if self._service is not None:
+                self._service.released.after_call()
 
     async def run(self, fn: Callable[[MemoryService], T]) -> T:
         return await anyio.to_thread.run_sync(partial(self.run_sync, fn))

@@ -42,6 +42,7 @@ from nexus_memory.models import (
     UpdatedMemory,
 )
 from nexus_memory.recall import pipeline
+from nexus_memory.released import Releaser
 from nexus_memory.store import PENDING, ChromaStore, LinkRecord, Record, where_clause
 from nexus_memory.store.writer import PartsWriter
 from nexus_memory.threads import RECALL, Workers
@@ -104,6 +105,7 @@ class MemoryService:
         self.workers = workers or Workers()
         self.touches = Touches(store, self.workers) if touch else None
         self.parts = PartsWriter(store, self.workers)  # sentence vectors, written in the background
+        self.released = Releaser(self.workers)  # what the calls freed, handed back after them
         self.images = ImageFiles(store.data_dir)  # memories' images, beside the store
         # Where recall asks for the sentence vectors nearest a query beside its candidates' query (None: after).
         self.beside = self.workers.pool(RECALL, 2)

@@ -9,7 +9,8 @@ they were started:
   query (``recall.pipeline``);
 - ``nexus-memory-touch``: writes ``last_recalled_at`` in one batch per ``touch_delay`` (``touches``);
 - ``nexus-memory-parts``: embeds and writes the sentence vectors of new memories (``store.writer``);
-- ``nexus-memory-reindex``: one per ``reindex_memories`` call, below the calls being served (``tools.reindex``).
+- ``nexus-memory-reindex``: one per ``reindex_memories`` call, below the calls being served (``tools.reindex``);
+- ``nexus-memory-release``: hands the memory the calls freed back to the system (``released``).
 
 And ``nexus-memory-preload``, once per process, which loads the configured embedder's models as the shared
 server's process starts (``preload``); and one per process for each model a pair or trio runs beside another
@@ -35,6 +36,7 @@ RECALL = "nexus-memory-recall"
 TOUCH = "nexus-memory-touch"
 PARTS = "nexus-memory-parts"
 REINDEX = "nexus-memory-reindex"
+RELEASE = "nexus-memory-release"
 
 
 @dataclass

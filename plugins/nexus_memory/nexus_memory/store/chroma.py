@@ -398,7 +398,7 @@ class ChromaStore:
             self._mirror_off = True
             return None
         # the sentence vectors too, for a small collection: best_parts then reads nothing from Chroma
-        copy = Mirror(int(self.embedder.dimension), parts=count <= PARTS_MIRROR_MAX)
+        copy = Mirror(int(self.embedder.dimension), parts=count <= PARTS_MIRROR_MAX, folder=self.data_dir)
         for got in self.page(include=("documents", "metadatas", "embeddings")):
             documents, metas = [d or "" for d in got["documents"]], [m or {} for m in got["metadatas"]]
             copy.put(got["ids"], documents, metas, got["embeddings"])

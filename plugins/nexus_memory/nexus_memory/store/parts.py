@@ -8,6 +8,7 @@ knows whether the answer still holds.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,8 @@ from typing import Any, Protocol
 from nexus_memory.embed import Embedder
 from nexus_memory.store.mirror import Mirror, best_per_memory
 from nexus_memory.store.records import PENDING, SENTENCES_RECIPE, PartHits, Record, StoreError, one_line, part_ids
+
+log = logging.getLogger("nexus.memory")
 
 # Computed for writes that never happened (refused, failed) beyond this many texts: dropped.
 KEPT_VECTORS = 4096
@@ -103,9 +106,9 @@ class Parts:
         (10k memories: 1.2 against 1.8 ms for 15 candidates, 1.6 against 4.8 for 50)."""
         if not ids or not self.kept:
             return {}, -math.inf
-        mirror = self.store.parts_mirror()
-        if mirror is not None:
-            return mirror.best_parts(vector, ids), -math.inf
+        best = self._mirrored(vector, ids)
+        if best is not None:
+            return best, -math.inf
         hits, floor = found if found is not None else self.nearest_dots(vector, n)
         wanted, best = set(ids), {}
         for mid, dot in hits:
@@ -127,9 +130,9 @@ class Parts:
         """For each of these memories that has sentence vectors, the best dot product of one with ``vector``."""
         if not records or not self.kept:
             return {}
-        mirror = self.store.parts_mirror()
-        if mirror is not None:
-            return mirror.best_parts(vector, [r.id for r in records])
+        best = self._mirrored(vector, [r.id for r in records])
+        if best is not None:
+            return best
         # Only the ids that exist: a memory's sentences say how many vectors it has (none for one sentence, none
         # yet while pending).
         wanted = [f"{r.id}#{n}" for r in records if not r.parts_pending for n in range(len(r.parts(self.store.recipe)))]
@@ -139,6 +142,18 @@ class Parts:
         if not got["ids"]:
             return {}
         return best_per_memory([pid.rpartition("#")[0] for pid in got["ids"]], got["embeddings"], vector)
+
+    def _mirrored(self, vector: Sequence[float], ids: Sequence[str]) -> dict[str, float] | None:
+        """``best`` from the mirror; None when it holds no sentence vectors (or can no longer read their file)."""
+        mirror = self.store.parts_mirror()
+        if mirror is None:
+            return None
+        try:
+            return mirror.best_parts(vector, ids)
+        except OSError as exc:
+            log.warning("memory mirror: sentence vectors no longer mirrored: %s", exc)
+            mirror.forget_parts()
+            return None
 
     def pending(self) -> list[str]:
         """The memories whose sentence vectors are yet to be written (marked by a process that stopped first)."""
