@@ -38,13 +38,13 @@ def argument_error(
 
 def unknown_keys(arguments: Mapping[str, Any] | None, schema: Mapping[str, Any] | None) -> list[str]:
     """``'name' is not an argument of this tool (did you mean 'entity_name'?)`` for each unknown key."""
-    known = list((schema or {}).get("properties") or {})
+    known = (schema or {}).get("properties") or {}  # looked up as a dict: this runs before every call
     if not arguments or not known or (schema or {}).get("additionalProperties"):  # a tool that takes any key
         return []
     found = []
     for key in arguments:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+            close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'?" if close else f"it takes: {', '.join(known)}"
             found.append(f"'{key}' is not an argument of this tool ({hint})")
     return found
