@@ -3,8 +3,9 @@
 A store or a recall embeds text (onnxruntime's activations, ~5-50 MB a call) and reads and writes Chroma; glibc
 keeps what they free in its heap until ``release_freed`` hands it back, which the shared server does every 30 s.
 Under steady calls (bench/soak.py --mixed) its resident memory was then 10-20 MB above what it used. So after
-the plugin's calls a thread hands it back, at most once every ``EVERY`` seconds: one takes ~0.5 ms, and the
-pages it returns are the only ones the next call faults in again.
+the plugin's calls, and after each batch of the sentence writer (12 sentences free ~15-20 MB), a thread hands it
+back, at most once every ``EVERY`` seconds: one takes ~0.5 ms, and the pages it returns are the only ones the next
+call faults in again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ EVERY = 1.0  # seconds at least between two hand-backs
 
 
 class Releaser:
-    """``after_call()`` after each call; one thread hands the freed memory back, at most once every ``every``."""
+    """``after_call()`` after each call (or batch); one thread hands the freed memory back, at most once every
+    ``every`` seconds."""
 
     def __init__(self, workers: Workers) -> None:
         self.workers = workers

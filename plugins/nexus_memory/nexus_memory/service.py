@@ -104,8 +104,8 @@ class MemoryService:
         self.stale_days = stale_days
         self.workers = workers or Workers()
         self.touches = Touches(store, self.workers) if touch else None
-        self.parts = PartsWriter(store, self.workers)  # sentence vectors, written in the background
-        self.released = Releaser(self.workers)  # what the calls freed, handed back after them
+        self.released = Releaser(self.workers)  # what the calls and the writer's batches freed, handed back after
+        self.parts = PartsWriter(store, self.workers, self.released.after_call)  # sentence vectors, in the background
         self.images = ImageFiles(store.data_dir)  # memories' images, beside the store
         # Where recall asks for the sentence vectors nearest a query beside its candidates' query (None: after).
         self.beside = self.workers.pool(RECALL, 2)

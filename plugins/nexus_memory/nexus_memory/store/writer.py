@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 
 from nexus_core import release_freed
@@ -38,8 +38,12 @@ PATIENCE = 10.0
 class PartsWriter:
     """A queue of memory ids and the one thread that writes their sentence vectors."""
 
-    def __init__(self, store: ChromaStore, workers: Workers | None = None) -> None:
+    def __init__(
+        self, store: ChromaStore, workers: Workers | None = None, freed: Callable[[], object] = release_freed
+    ) -> None:
+        """``freed``: called after each batch, to hand back what its embedding freed (the service's ``Releaser``)."""
         self.store = store
+        self.freed = freed
         self.workers = workers or Workers()
         self.delay = DELAY
         self._queue: dict[str, None] = {}  # insertion-ordered, without duplicates
@@ -137,8 +141,8 @@ class PartsWriter:
                 if not self._write_batch():
                     break
                 # What the batch's embedding freed (12 sentences: ~15-20 MB, which glibc keeps otherwise), handed
-                # back before the next batch rather than after the whole queue: a bulk import's would pile up.
-                release_freed()
+                # back after the batch rather than after the whole queue: a bulk import's would pile up.
+                self.freed()
                 if forced:  # the next batch waits for a pause, or for another ``patience``
                     with self._lock:
                         self._since = time.monotonic()
