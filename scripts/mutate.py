@@ -76,6 +76,7 @@ PERM_T = "tests/core/test_permissions.py::"
 SAFE_T = "tests/core/test_safe_defaults.py::"
 SHARED_T = "tests/core/test_shared.py::"
 BT = "tests/bridge/test_bridge.py::"
+HOSTILE_T = "tests/bridge/test_hostile.py::"
 WRITE_T = "tests/files/test_write.py::"
 EXEC_T = "tests/files/test_execute.py::"
 ENABLE_T = "tests/core/test_enable.py::"
@@ -3116,6 +3117,23 @@ MUTATIONS: list[Mutation] = [
         "        return os.open(known, _LOCK_FLAGS, 0o600)\n",
         "tests/graph/test_storage.py::test_the_lock_folders_are_made_once_and_again_when_removed",
         "a graph lock folder removed while the server runs is made again, and the lock still taken",
+    ),
+    # -- bridge: hostile upstreams ----------------------------------------------------------------------
+    m(
+        "bridge-writes-wait-for-ever",
+        BRIDGE,
+        "yield _Watched(read, on_end), _BoundedWrites(write, table.timeout, stuck)",
+        "yield _Watched(read, on_end), write",
+        HOSTILE_T + "test_an_upstream_that_stops_reading_its_input_is_replaced",
+        "a write an upstream does not read within timeout drops its connection (reconnect), never waits for ever",
+    ),
+    m(
+        "bridge-timeout-said-as-an-answer",
+        BRIDGE,
+        "if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:",
+        "if False:",
+        HOSTILE_T + "test_an_upstream_that_stops_reading_its_input_is_replaced",
+        "a call the upstream does not answer in time says so, with the timeout",
     ),
 ]
 

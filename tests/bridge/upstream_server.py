@@ -2,13 +2,15 @@
 
 Its tools cover what the bridge must forward faithfully: structured output,
 annotations, errors, progress, a crash in mid-call, its own environment, a read-only idempotent counter (to see
-the cache, and one not idempotent) and a tool that adds a tool (to see list_changed followed).
+the cache, and one not idempotent), a tool that adds a tool (to see list_changed followed) and one that hangs
+the whole process.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,13 @@ def fail(message: str) -> str:
 def crash() -> str:
     """Exit the process in the middle of the call."""
     os._exit(3)
+
+
+@server.tool()
+async def stop_reading() -> str:
+    """Block this process's event loop for good: it stops reading its input (its pipe fills) and answering."""
+    time.sleep(600)
+    return "never"
 
 
 @server.tool()

@@ -218,7 +218,12 @@ class Upstream:
                     sse_client(table.url or "", headers=self._headers(), timeout=table.connect_timeout)
                 )
             read, write = streams[0], streams[1]
-            yield _Watched(read, on_end), write
+
+            def stuck() -> None:
+                self.ctx.log.warning("upstream '%s' has not read its input for %g s", self.name, table.timeout)
+                on_end()
+
+            yield _Watched(read, on_end), _BoundedWrites(write, table.timeout, stuck)
 
     def _process(self) -> StdioServerParameters:
         table = self.table
@@ -388,6 +393,8 @@ class Upstream:
 
     def _failed(self, client: Client, exc: Exception, what: str) -> str:
         """The message for a forwarded request that failed; a dropped connection also starts a reconnect."""
+        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+            return f"upstream server '{self.name}' did not answer {what} within timeout = {self.table.timeout:g} s"
         if not _connection_failed(exc):  # the server answered, badly: e.g. a result its own schema refuses
             return f"upstream server '{self.name}' answered {what} with an error: {describe(exc)}"
         self.lost(client)
@@ -445,6 +452,31 @@ class _Watched:
 
     async def __aexit__(self, *exc: Any) -> Any:
         self._on_end()
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _BoundedWrites:
+    """A transport's write stream whose sends give up after ``timeout``: a server that stopped reading its input
+    (its pipe is full) is gone, as one that stopped answering pings is, rather than a wait without end."""
+
+    def __init__(self, inner: Any, timeout: float, on_stuck: Callable[[], None]) -> None:
+        self._inner, self._timeout, self._on_stuck = inner, timeout, on_stuck
+
+    async def send(self, item: Any) -> None:
+        with anyio.move_on_after(self._timeout) as scope:
+            await self._inner.send(item)
+        if scope.cancelled_caught:
+            self._on_stuck()
+            raise anyio.BrokenResourceError(f"the server has not read its input for {self._timeout:g} s")
+
+    async def __aenter__(self) -> _BoundedWrites:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
         return await self._inner.__aexit__(*exc)
 
     def __getattr__(self, name: str) -> Any:
