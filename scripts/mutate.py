@@ -3135,6 +3135,22 @@ MUTATIONS: list[Mutation] = [
         HOSTILE_T + "test_an_upstream_that_stops_reading_its_input_is_replaced",
         "a call the upstream does not answer in time says so, with the timeout",
     ),
+    m(
+        "bridge-names-in-another-servers-namespace",
+        BRIDGE,
+        "owner = next((p for p in self._longer_prefixes if name.startswith(p + joint)), None)",
+        "owner = None",
+        HOSTILE_T + "test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
+        "an upstream's name that falls under another server's longer prefix is not mounted",
+    ),
+    m(
+        "bridge-invalid-tool-names-mounted",
+        BRIDGE,
+        'elif kind == "tool" and not TOOL_NAME.fullmatch(name):',
+        "elif False:",
+        HOSTILE_T + "test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
+        "a tool whose name MCP does not allow (spaces, over 128 characters) is not mounted",
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import os
+import re
 import shutil
 import time
 from collections import OrderedDict
@@ -53,6 +54,8 @@ PROTOCOL_META = "io.modelcontextprotocol/"
 LOST_SESSION = ("Session terminated", "Session not found")  # how Streamable HTTP says a restarted server forgot us
 ResultT = TypeVar("ResultT", bound=types.Result)
 ContentT = TypeVar("ContentT", bound=types.ContentBlock)
+ItemT = TypeVar("ItemT")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # the MCP specification's rule for tool names
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
 CLIENT_INFO = types.Implementation(name="nexus-bridge", version=version("nexus-stack-bridge"))
 
@@ -76,6 +79,8 @@ class Upstream:
         self._uris: set[str] = set()  # the server's resources and templates (its own URIs), to relink answers
         self._templates: list[UriTemplate] = []
         self._cache = ResultCache(table.cache_ttl)
+        others = [prefix_of(n, t) for n, t in ctx.config.servers.items() if t.enabled and n != name]
+        self._longer_prefixes = [p for p in others if p.startswith(self.prefix) and len(p) > len(self.prefix)]
 
     # -- the background task --------------------------------------------------------
 
@@ -256,13 +261,18 @@ class Upstream:
             templates = await _all_pages(client.list_resource_templates, "resource_templates")
         if capabilities.prompts:
             prompts = await _all_pages(client.list_prompts, "prompts")
+        problems: list[str] = []
+        tools = self._named_well(tools, "tool", lambda t: self._public(t.name), "_", problems)
+        prompts = self._named_well(prompts, "prompt", lambda p: self._public(p.name), "_", problems)
+        resources = self._named_well(resources, "resource", lambda r: self._public_uri(r.uri), "+", problems)
+        templates = self._named_well(templates, "resource", lambda t: self._public_uri(t.uri_template), "+", problems)
         self._read_only = {t.name for t in tools if self.reads(t.name) and _cacheable(t)}
         self._cache.clear()
         self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
         self._tools = [self._live_tool(tool) for tool in tools]
         self._uris = {r.uri for r in resources}
         self._templates = [template for t in templates if (template := _parsed(t.uri_template))]
-        self.problems = await self.ctx.publish(
+        self.problems = problems + await self.ctx.publish(
             self.name,
             tools=self._tools,
             resources=[self._live_resource(r) for r in [*resources, *templates]],
@@ -270,6 +280,25 @@ class Upstream:
         )
         for problem in self.problems:  # e.g. prefix = "" and a name or URI that Nexus itself serves: refused
             self.ctx.log.warning("upstream server '%s': %s", self.name, problem)
+
+    def _named_well(
+        self, items: list[ItemT], kind: str, public: Callable[[ItemT], str], joint: str, problems: list[str]
+    ) -> list[ItemT]:
+        """The items whose public name is theirs to take: a tool's is a valid MCP tool name (one that is not
+        would make a client refuse the whole list), and none falls in the namespace of another server whose
+        prefix starts like this one's (prefix "a" and a tool "b_x" would otherwise take server "a_b"'s "a_b_x",
+        whichever connected first)."""
+        kept = []
+        for item in items:
+            name = public(item)
+            owner = next((p for p in self._longer_prefixes if name.startswith(p + joint)), None)
+            if owner is not None:
+                problems.append(f"{kind} '{name[:200]}' is not served: '{owner}{joint}' is another server's prefix")
+            elif kind == "tool" and not TOOL_NAME.fullmatch(name):
+                problems.append(f"tool '{name[:200]}' is not served: a tool name is 1 to 128 letters, digits, _ - or .")
+            else:
+                kept.append(item)
+        return kept
 
     def _public(self, name: str) -> str:
         return prefixed(self.prefix, name)
