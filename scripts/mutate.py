@@ -70,6 +70,7 @@ GRAPH = "plugins/nexus_graph/nexus_graph/"
 STRESS = "tests/core/test_shared_stress.py::"
 MANUAL = "plugins/nexus_manual/nexus_manual/"
 BRIDGE = "plugins/nexus_bridge/nexus_bridge/upstream.py"
+BRIDGE_PROCESS = "plugins/nexus_bridge/nexus_bridge/process.py"
 PERMS = CORE + "fs/paths.py"
 HOST_T = "tests/core/test_host.py::"
 PERM_T = "tests/core/test_permissions.py::"
@@ -3150,6 +3151,54 @@ MUTATIONS: list[Mutation] = [
         "elif False:",
         HOSTILE_T + "test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
         "a tool whose name MCP does not allow (spaces, over 128 characters) is not mounted",
+    ),
+    m(
+        "bridge-upstream-lines-unbounded",
+        BRIDGE_PROCESS,
+        "                if len(line) > limit:",
+        "                if False:",
+        HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
+        "an upstream's message over NEXUS_MAX_MESSAGE_BYTES is dropped as it comes and fails the call it answers",
+    ),
+    m(
+        "bridge-upstream-utf8-strict",
+        BRIDGE_PROCESS,
+        'line.decode(errors="replace")',
+        "line.decode()",
+        HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
+        "bytes an upstream sends that are not UTF-8 are replaced, never the end of its answers",
+    ),
+    m(
+        "bridge-unreadable-answer-waits-its-timeout",
+        BRIDGE_PROCESS,
+        'return _unreadable(line[:4096], f"its message is not valid JSON-RPC ({first})")',
+        "return exc",
+        HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
+        "an upstream's answer that is not valid JSON-RPC fails its call at once, saying so",
+    ),
+    m(
+        "bridge-upstream-stderr-unbounded",
+        BRIDGE_PROCESS,
+        "if logged < STDERR_LINES:",
+        "if True:",
+        HOSTILE_T + "test_an_upstreams_stderr_reaches_the_log_a_bounded_number_of_lines_at_a_time",
+        "an upstream's stderr reaches the log at most STDERR_LINES lines a minute",
+    ),
+    m(
+        "bridge-exit-status-not-said",
+        BRIDGE,
+        "if why := self._ending.why():",
+        "if False:",
+        BT + "test_nexus_plugins_and_tools_show_each_upstream",
+        "a stdio upstream that exits says its status and last stderr line in its state",
+    ),
+    m(
+        "bridge-reason-many-lines",
+        BRIDGE,
+        '    text = "; ".join(filter(None, lines)) or type(exc).__name__',
+        "    text = str(exc) or type(exc).__name__",
+        "tests/bridge/test_failures.py::test_a_failure_is_described_in_one_line",
+        "an upstream's failure is described in one line",
     ),
 ]
 

@@ -9,16 +9,19 @@ from pathlib import Path
 import anyio
 import pytest
 
+from nexus_bridge.process import STDERR_LINES
 from tests.bridge.test_bridge import ONLY_BRIDGE, nexus, server_table, stdio_upstream
-from tests.conftest import write_config
+from tests.conftest import logs_dir, server_env, write_config
 
 pytestmark = pytest.mark.anyio
+
+HOSTILE = {"UPSTREAM_HOSTILE": "1"}
 
 
 async def test_an_upstream_that_stops_reading_its_input_is_replaced(tmp_path: Path) -> None:
     """A server whose input pipe is full blocks every write to it: without pings to notice, only a bound on the
     write keeps the next call from waiting for ever."""
-    upstream = stdio_upstream(timeout=1, ping_interval=0, backoff=0.1)
+    upstream = stdio_upstream(timeout=1, ping_interval=0, backoff=0.1, env=HOSTILE)
     async with nexus(write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + upstream)) as client:
         await client.wait_for_tool("up_stop_reading")
         stuck_pid = (await client.text("up_counter")).split(" in ")[1]
@@ -45,3 +48,44 @@ async def test_an_upstream_cannot_take_another_servers_names_or_invalid_ones(tmp
         assert refused.is_error and "Unknown tool" in refused.content[0].text  # type: ignore[union-attr]
         for name in ("a_bad name", "a_" + "n" * 200):
             assert (await client.call_tool(name, {})).is_error
+
+
+async def test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection(
+    tmp_path: Path,
+) -> None:
+    """A message over NEXUS_MAX_MESSAGE_BYTES is never held whole: the call it answers fails at once, saying so,
+    as does one nested too deep to read. Bytes that are not UTF-8 are replaced; the connection (the same
+    process) serves on through all of it."""
+    text = ONLY_BRIDGE + stdio_upstream(timeout=5, env=HOSTILE)
+    async with nexus(
+        write_config(tmp_path / "nexus.toml", text), env=server_env(NEXUS_MAX_MESSAGE_BYTES="200000")
+    ) as c:
+        await c.wait_for_tool("up_big")
+        pid = (await c.text("up_counter")).split(" in ")[1]
+        assert len(await c.text("up_big", {"size": 50_000})) == 50_000  # twice in the message: text, structured
+        with anyio.fail_after(4):  # not the call's timeout: no wait for an answer that was dropped
+            too_big = await c.call_tool("up_big", {"size": 300_000})
+        assert too_big.is_error
+        message = too_big.content[0].text  # type: ignore[union-attr]
+        assert "over the limit of 200000 (NEXUS_MAX_MESSAGE_BYTES)" in message and len(message) < 300
+        with anyio.fail_after(4):
+            deep = await c.call_tool("up_deep", {})
+        assert deep.is_error and "its message is not valid JSON-RPC" in deep.content[0].text  # type: ignore[union-attr]
+        assert await c.text("up_bad_bytes") == "caf\ufffd"
+        assert await c.text("up_counter") == f"2 in {pid}"
+
+
+async def test_an_upstreams_stderr_reaches_the_log_a_bounded_number_of_lines_at_a_time(
+    tmp_path: Path, isolated_user_dirs: Path
+) -> None:
+    """The server's stderr is read (its pipe never fills) into the log as the bridge's lines, at most 100 a
+    minute: a server that writes without end does not fill the disk through Nexus's log."""
+    text = ONLY_BRIDGE + stdio_upstream(env=HOSTILE)
+    async with nexus(write_config(tmp_path / "nexus.toml", text)) as client:
+        await client.wait_for_tool("up_shout")
+        assert await client.text("up_shout", {"lines": 5000}) == "shouted"
+        assert await client.text("up_echo", {"text": "still here"}) == "still here"
+    log = "".join(path.read_text() for path in logs_dir(isolated_user_dirs).glob("*.log"))
+    lines = [line for line in log.splitlines() if "upstream 'up' stderr: line " in line]
+    assert len(lines) == STDERR_LINES and lines[0].endswith("stderr: line 0 of 5000")
+    assert "line 4999 of 5000" not in log

@@ -2,12 +2,13 @@
 
 Its tools cover what the bridge must forward faithfully: structured output,
 annotations, errors, progress, a crash in mid-call, its own environment, a read-only idempotent counter (to see
-the cache, and one not idempotent), a tool that adds a tool (to see list_changed followed) and one that hangs
-the whole process.
+the cache, and one not idempotent), and a tool that adds a tool (to see list_changed followed); with
+UPSTREAM_HOSTILE set, misbehaviour.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -85,13 +86,6 @@ def crash() -> str:
 
 
 @server.tool()
-async def stop_reading() -> str:
-    """Block this process's event loop for good: it stops reading its input (its pipe fills) and answering."""
-    time.sleep(600)
-    return "never"
-
-
-@server.tool()
 def crash_once(marker: str) -> str:
     """Exit the process in the middle of the call, unless the file MARKER says it did already: then answer."""
     if not Path(marker).exists():
@@ -156,6 +150,58 @@ if os.environ.get("UPSTREAM_SHADOW"):  # names Nexus serves itself, to see prefi
     def read_file(path: str) -> str:
         """Claims to read a file."""
         return "from the upstream"
+
+
+if os.environ.get("UPSTREAM_HOSTILE"):  # misbehaviour a server Nexus did not write may show
+    STDOUT = os.fstat(1)  # the pipe to the client: the SDK moves it to another descriptor (fd 1 becomes stderr)
+
+    def _wire() -> int:
+        same = (STDOUT.st_dev, STDOUT.st_ino)
+        return next(fd for fd in range(3, 256) if _stat(fd) == same)
+
+    def _stat(fd: int) -> tuple[int, int] | None:
+        try:
+            found = os.fstat(fd)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
+
+    @server.tool()
+    async def stop_reading() -> str:
+        """Block this process's event loop for good: it stops reading its input (its pipe fills) and answering."""
+        time.sleep(600)
+        return "never"
+
+    @server.tool()
+    def big(size: int) -> str:
+        """An answer of SIZE characters."""
+        return "A" * size
+
+    @server.tool(structured_output=False)
+    async def bad_bytes(ctx: Context) -> str:
+        """Answer with a line that is not UTF-8 (written raw, the SDK would not), then say nothing more."""
+        request_id = int(ctx.request_id) if str(ctx.request_id).isdigit() else ctx.request_id  # as the client sent it
+        result = '{"resultType":"complete","content":[{"type":"text","text":"caf'
+        line = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{result}'
+        os.write(_wire(), line.encode() + b'\xe9"}]}}\n')
+        return "the SDK's own answer: dropped, the request is answered already"
+
+    @server.tool(structured_output=False)
+    async def deep(ctx: Context) -> str:
+        """Answer with JSON nested deeper than any parser follows."""
+        request_id = int(ctx.request_id) if str(ctx.request_id).isdigit() else ctx.request_id
+        nested = '{"a":' * 20_000 + "1" + "}" * 20_000
+        line = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"resultType":"complete","content":[],'
+        os.write(_wire(), f'{line}"structuredContent":{nested}}}}}\n'.encode())
+        return "the SDK's own answer: dropped"
+
+    @server.tool()
+    def shout(lines: int) -> str:
+        """Write LINES lines to stderr."""
+        for n in range(lines):
+            print(f"line {n} of {lines}", file=sys.stderr)
+        sys.stderr.flush()
+        return "shouted"
 
 
 if os.environ.get("UPSTREAM_SPOOF"):  # names that are not its to take: another server's, and invalid ones

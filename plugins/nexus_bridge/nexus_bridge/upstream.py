@@ -19,6 +19,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,7 +39,9 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_bridge.config import ServerTable, prefix_of
+from nexus_bridge.process import Ending, process_streams
 from nexus_core import (
+    MAX_MESSAGE,
     EnvRef,
     LivePrompt,
     LiveResource,
@@ -79,6 +82,7 @@ class Upstream:
         self._uris: set[str] = set()  # the server's resources and templates (its own URIs), to relink answers
         self._templates: list[UriTemplate] = []
         self._cache = ResultCache(table.cache_ttl)
+        self._ending = Ending()  # how the last stdio process ended
         others = [prefix_of(n, t) for n, t in ctx.config.servers.items() if t.enabled and n != name]
         self._longer_prefixes = [p for p in others if p.startswith(self.prefix) and len(p) > len(self.prefix)]
 
@@ -92,6 +96,8 @@ class Upstream:
                 await self._connect_and_watch()
             except Exception as exc:
                 self.reason, unfixable = describe(exc), isinstance(exc, Unfixable)
+                if why := self._ending.why():  # a stdio server that exited: its status says more than the pipe
+                    self.reason = f"{self.reason} ({why})"
             finally:
                 was_connected = self.state == "connected"
                 self._client, self._signals = None, None
@@ -213,8 +219,12 @@ class Upstream:
         """The client transport for the server's type; its read stream reports when it ends."""
         table = self.table
         async with contextlib.AsyncExitStack() as stack:
-            if table.type in ("stdio", "npm"):
+            if table.type in ("stdio", "npm") and sys.platform == "win32":
                 streams = await stack.enter_async_context(stdio_client(self._process()))
+            elif table.type in ("stdio", "npm"):
+                self._ending = Ending()
+                process = process_streams(self._process(), MAX_MESSAGE, self.ctx.log, self.name, self._ending)
+                streams = await stack.enter_async_context(process)
             elif table.type == "http":
                 http = await stack.enter_async_context(create_mcp_http_client(headers=self._headers()))
                 streams = await stack.enter_async_context(streamable_http_client(table.url or "", http_client=http))
@@ -639,5 +649,6 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
         return exc.error.message
-    text = str(exc) or type(exc).__name__
+    lines = [line.strip() for line in str(exc).splitlines() if not line.strip().startswith("For further information")]
+    text = "; ".join(filter(None, lines)) or type(exc).__name__  # one line: a pydantic error spans many
     return text if isinstance(exc, TimeoutError | Unfixable) else f"{type(exc).__name__}: {text}"
