@@ -3155,10 +3155,18 @@ MUTATIONS: list[Mutation] = [
     m(
         "bridge-upstream-lines-unbounded",
         BRIDGE_PROCESS,
-        "                if len(line) > limit:",
-        "                if False:",
+        "                if len(line) > limit:  # keep its start",
+        "                if False:  # keep its start",
+        HOSTILE_T + "test_an_upstreams_huge_line_is_never_held_whole",
+        "an upstream's message over NEXUS_MAX_MESSAGE_BYTES is dropped as it comes, never held whole",
+    ),
+    m(
+        "bridge-upstream-oversized-answer-passes",
+        BRIDGE_PROCESS,
+        "                    if dropped or len(line) > limit:",
+        "                    if False:",
         HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
-        "an upstream's message over NEXUS_MAX_MESSAGE_BYTES is dropped as it comes and fails the call it answers",
+        "an upstream's answer over NEXUS_MAX_MESSAGE_BYTES fails the call it answers at once, saying so",
     ),
     m(
         "bridge-upstream-utf8-strict",

@@ -11,7 +11,7 @@ import pytest
 
 from nexus_bridge.process import STDERR_LINES
 from tests.bridge.test_bridge import ONLY_BRIDGE, nexus, server_table, stdio_upstream
-from tests.conftest import logs_dir, server_env, write_config
+from tests.conftest import logs_dir, run_dir, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +89,23 @@ async def test_an_upstreams_stderr_reaches_the_log_a_bounded_number_of_lines_at_
     lines = [line for line in log.splitlines() if "upstream 'up' stderr: line " in line]
     assert len(lines) == STDERR_LINES and lines[0].endswith("stderr: line 0 of 5000")
     assert "line 4999 of 5000" not in log
+
+
+async def test_an_upstreams_huge_line_is_never_held_whole(tmp_path: Path, isolated_user_dirs: Path) -> None:
+    """A line of 64 MB, over NEXUS_MAX_MESSAGE_BYTES: the shared server keeps its start (the id it answers) and
+    drops the rest as it comes, so its peak memory does not grow by the line's size."""
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(env=HOSTILE))
+    async with nexus(config, env=server_env(NEXUS_MAX_MESSAGE_BYTES="200000")) as client:
+        await client.wait_for_tool("up_long_line")
+        server = int(next(run_dir(isolated_user_dirs).glob("*.lock")).read_text())
+        before = _peak_kb(server)
+        result = await client.call_tool("up_long_line", {"mb": 64})
+        assert result.is_error and "over the limit of 200000" in result.content[0].text  # type: ignore[union-attr]
+        assert _peak_kb(server) - before < 32_000
+        assert await client.text("up_echo", {"text": "still here"}) == "still here"
+
+
+def _peak_kb(pid: int) -> int:
+    """The process's peak resident memory (VmHWM), in kB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))

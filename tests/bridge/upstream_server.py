@@ -195,6 +195,17 @@ if os.environ.get("UPSTREAM_HOSTILE"):  # misbehaviour a server Nexus did not wr
         os.write(_wire(), f'{line}"structuredContent":{nested}}}}}\n'.encode())
         return "the SDK's own answer: dropped"
 
+    @server.tool(structured_output=False)
+    async def long_line(mb: int, ctx: Context) -> str:
+        """Answer with a line of MB megabytes, written a megabyte at a time (this process never holds it)."""
+        request_id = int(ctx.request_id) if str(ctx.request_id).isdigit() else ctx.request_id
+        start = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":"'
+        os.write(_wire(), start.encode())
+        for _ in range(mb):
+            os.write(_wire(), b"A" * (1 << 20))
+        os.write(_wire(), b'"}]}}\n')
+        return "the SDK's own answer: dropped"
+
     @server.tool()
     def shout(lines: int) -> str:
         """Write LINES lines to stderr."""
