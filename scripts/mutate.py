@@ -3208,6 +3208,14 @@ MUTATIONS: list[Mutation] = [
         "tests/bridge/test_failures.py::test_a_failure_is_described_in_one_line",
         "an upstream's failure is described in one line",
     ),
+    m(
+        "bridge-upstream-never-killed",
+        BRIDGE_PROCESS,
+        "    await terminate_posix_process_tree(process, STOP_WAIT)\n",
+        "",
+        HOSTILE_T + "test_an_upstream_that_ignores_sigterm_is_killed_with_its_children_when_nexus_stops",
+        "an upstream that does not exit when its input closes gets SIGTERM, then SIGKILL, with its process group",
+    ),
 ]
 
 

@@ -4,6 +4,9 @@ none of them may wedge a call beyond its timeout, or serve a name the config did
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -11,7 +14,7 @@ import pytest
 
 from nexus_bridge.process import STDERR_LINES
 from tests.bridge.test_bridge import ONLY_BRIDGE, nexus, server_table, stdio_upstream
-from tests.conftest import logs_dir, run_dir, server_env, write_config
+from tests.conftest import alive, logs_dir, nexus_command, run_dir, server_env, write_config
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +112,41 @@ def _peak_kb(pid: int) -> int:
     """The process's peak resident memory (VmHWM), in kB."""
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+
+
+STUBBORN = """import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+ignore = 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'
+child = subprocess.Popen([sys.executable, '-c', ignore])
+open(sys.argv[1] + '.part', 'w').write(f'{os.getpid()} {child.pid}')
+os.rename(sys.argv[1] + '.part', sys.argv[1])
+time.sleep(600)
+"""
+
+
+def test_an_upstream_that_ignores_sigterm_is_killed_with_its_children_when_nexus_stops(tmp_path: Path) -> None:
+    """It ignores SIGTERM and the end of its input, and so does the process it started: `nexus server stop`
+    still leaves neither running (SIGKILL to its process group)."""
+    pids = tmp_path / "pids"
+    stubborn = server_table("stubborn", type="stdio", command=sys.executable, args=["-c", STUBBORN, str(pids)])
+    config = write_config(tmp_path / "nexus.toml", ONLY_BRIDGE + stubborn)
+    with subprocess.Popen(
+        nexus_command("serve", "--config", str(config)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=server_env(),
+        cwd=tmp_path,
+    ) as relay:  # a relay starts the shared server, which starts the upstream at once
+        deadline = time.monotonic() + 30
+        while not pids.exists():
+            assert time.monotonic() < deadline, "the upstream never started"
+            time.sleep(0.05)
+        stop = subprocess.run(nexus_command("server", "stop", "--config", str(config)), env=server_env(), timeout=60)
+        assert stop.returncode == 0
+        relay.kill()
+    started = [int(pid) for pid in pids.read_text().split()]
+    deadline = time.monotonic() + 15
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in started if alive(pid)]
