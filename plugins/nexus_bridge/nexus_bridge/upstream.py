@@ -91,17 +91,17 @@ class Upstream:
     async def run(self) -> None:
         delay = self.table.backoff
         while True:
-            unfixable = False
+            unfixable, self._ending = False, Ending()
             try:
                 await self._connect_and_watch()
             except Exception as exc:
                 self.reason, unfixable = describe(exc), isinstance(exc, Unfixable)
-                if why := self._ending.why():  # a stdio server that exited: its status says more than the pipe
-                    self.reason = f"{self.reason} ({why})"
             finally:
                 was_connected = self.state == "connected"
                 self._client, self._signals = None, None
                 self._cache.clear()
+            if why := self._ending.why():  # a stdio server that exited: its status says more than a closed pipe
+                self.reason = f"{self.reason} ({why})"
             if was_connected and time.monotonic() - self._since >= STABLE:
                 # It had worked: reconnect at once, with a fresh run of retries.
                 self.ctx.log.warning("upstream '%s': %s; reconnecting", self.name, self.reason)
@@ -222,7 +222,6 @@ class Upstream:
             if table.type in ("stdio", "npm") and sys.platform == "win32":
                 streams = await stack.enter_async_context(stdio_client(self._process()))
             elif table.type in ("stdio", "npm"):
-                self._ending = Ending()
                 process = process_streams(self._process(), MAX_MESSAGE, self.ctx.log, self.name, self._ending)
                 streams = await stack.enter_async_context(process)
             elif table.type == "http":
