@@ -54,6 +54,7 @@ _EXPORTS = {
     "run_nonblocking": "nexus_core.fs.nonblocking",
     "OpenedFile": "nexus_core.fs.safe_open",
     "Raced": "nexus_core.fs.safe_open",
+    "MAX_MESSAGE": "nexus_core.serve.limits",
     "shared_session": "nexus_core.serve.client",
     "stop_shared_server": "nexus_core.serve.client",
 }
@@ -61,6 +62,7 @@ _EXPORTS = {
 __version__ = "0.1.0"  # of every first-party distribution: each pyproject.toml reads it here
 
 __all__ = [
+    "MAX_MESSAGE",
     "Blocking",
     "Category",
     "ConfigError",
@@ -139,3 +141,4 @@ if TYPE_CHECKING:
         ResourceRegistrar,
         ToolRegistrar,
     )
+    from nexus_core.serve.limits import MAX_MESSAGE

@@ -70,12 +70,14 @@ GRAPH = "plugins/nexus_graph/nexus_graph/"
 STRESS = "tests/core/test_shared_stress.py::"
 MANUAL = "plugins/nexus_manual/nexus_manual/"
 BRIDGE = "plugins/nexus_bridge/nexus_bridge/upstream.py"
+BRIDGE_PROCESS = "plugins/nexus_bridge/nexus_bridge/process.py"
 PERMS = CORE + "fs/paths.py"
 HOST_T = "tests/core/test_host.py::"
 PERM_T = "tests/core/test_permissions.py::"
 SAFE_T = "tests/core/test_safe_defaults.py::"
 SHARED_T = "tests/core/test_shared.py::"
 BT = "tests/bridge/test_bridge.py::"
+HOSTILE_T = "tests/bridge/test_hostile.py::"
 WRITE_T = "tests/files/test_write.py::"
 EXEC_T = "tests/files/test_execute.py::"
 ENABLE_T = "tests/core/test_enable.py::"
@@ -3116,6 +3118,103 @@ MUTATIONS: list[Mutation] = [
         "        return os.open(known, _LOCK_FLAGS, 0o600)\n",
         "tests/graph/test_storage.py::test_the_lock_folders_are_made_once_and_again_when_removed",
         "a graph lock folder removed while the server runs is made again, and the lock still taken",
+    ),
+    # -- bridge: hostile upstreams ----------------------------------------------------------------------
+    m(
+        "bridge-writes-wait-for-ever",
+        BRIDGE,
+        "yield _Watched(read, on_end), _BoundedWrites(write, table.timeout, stuck)",
+        "yield _Watched(read, on_end), write",
+        HOSTILE_T + "test_an_upstream_that_stops_reading_its_input_is_replaced",
+        "a write an upstream does not read within timeout drops its connection (reconnect), never waits for ever",
+    ),
+    m(
+        "bridge-timeout-said-as-an-answer",
+        BRIDGE,
+        "if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:",
+        "if False:",
+        HOSTILE_T + "test_an_upstream_that_stops_reading_its_input_is_replaced",
+        "a call the upstream does not answer in time says so, with the timeout",
+    ),
+    m(
+        "bridge-names-in-another-servers-namespace",
+        BRIDGE,
+        "owner = next((p for p in self._longer_prefixes if name.startswith(p + joint)), None)",
+        "owner = None",
+        HOSTILE_T + "test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
+        "an upstream's name that falls under another server's longer prefix is not mounted",
+    ),
+    m(
+        "bridge-invalid-tool-names-mounted",
+        BRIDGE,
+        'elif kind == "tool" and not TOOL_NAME.fullmatch(name):',
+        "elif False:",
+        HOSTILE_T + "test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
+        "a tool whose name MCP does not allow (spaces, over 128 characters) is not mounted",
+    ),
+    m(
+        "bridge-upstream-lines-unbounded",
+        BRIDGE_PROCESS,
+        "                if len(line) > limit:  # keep its start",
+        "                if False:  # keep its start",
+        HOSTILE_T + "test_an_upstreams_huge_line_is_never_held_whole",
+        "an upstream's message over NEXUS_MAX_MESSAGE_BYTES is dropped as it comes, never held whole",
+    ),
+    m(
+        "bridge-upstream-oversized-answer-passes",
+        BRIDGE_PROCESS,
+        "                    if dropped or len(line) > limit:",
+        "                    if False:",
+        HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
+        "an upstream's answer over NEXUS_MAX_MESSAGE_BYTES fails the call it answers at once, saying so",
+    ),
+    m(
+        "bridge-upstream-utf8-strict",
+        BRIDGE_PROCESS,
+        'line.decode(errors="replace")',
+        "line.decode()",
+        HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
+        "bytes an upstream sends that are not UTF-8 are replaced, never the end of its answers",
+    ),
+    m(
+        "bridge-unreadable-answer-waits-its-timeout",
+        BRIDGE_PROCESS,
+        'return _unreadable(line[:4096], f"its message is not valid JSON-RPC ({first})")',
+        "return exc",
+        HOSTILE_T + "test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection",
+        "an upstream's answer that is not valid JSON-RPC fails its call at once, saying so",
+    ),
+    m(
+        "bridge-upstream-stderr-unbounded",
+        BRIDGE_PROCESS,
+        "if logged < STDERR_LINES:",
+        "if True:",
+        HOSTILE_T + "test_an_upstreams_stderr_reaches_the_log_a_bounded_number_of_lines_at_a_time",
+        "an upstream's stderr reaches the log at most STDERR_LINES lines a minute",
+    ),
+    m(
+        "bridge-exit-status-not-said",
+        BRIDGE,
+        "if why := self._ending.why():",
+        "if False:",
+        BT + "test_nexus_plugins_and_tools_show_each_upstream",
+        "a stdio upstream that exits says its status and last stderr line in its state",
+    ),
+    m(
+        "bridge-reason-many-lines",
+        BRIDGE,
+        '    text = "; ".join(filter(None, lines)) or type(exc).__name__',
+        "    text = str(exc) or type(exc).__name__",
+        "tests/bridge/test_failures.py::test_a_failure_is_described_in_one_line",
+        "an upstream's failure is described in one line",
+    ),
+    m(
+        "bridge-upstream-never-killed",
+        BRIDGE_PROCESS,
+        "    await terminate_posix_process_tree(process, STOP_WAIT)\n",
+        "",
+        HOSTILE_T + "test_an_upstream_that_ignores_sigterm_is_killed_with_its_children_when_nexus_stops",
+        "an upstream that does not exit when its input closes gets SIGTERM, then SIGKILL, with its process group",
     ),
 ]
 

@@ -447,6 +447,8 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     down = server_table("gone", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=0)
     down += server_table("later", type="http", url=f"http://127.0.0.1:{free_port()}/mcp", retries=3, backoff=60)
     keyless = server_table("keyless", type="stdio", command="true", env={"KEY": {"env": "NEXUS_TEST_UNSET"}})
+    dies = "import sys; print('Traceback: it broke', file=sys.stderr); sys.exit(7)"
+    keyless += server_table("dies", type="stdio", command=sys.executable, args=["-c", dies], retries=0)
     config = write_config(
         tmp_path / "nexus.toml", ONLY_BRIDGE + stdio_upstream(deny=["write_*"], read_tools=["add"]) + down + keyless
     )
@@ -463,6 +465,11 @@ def test_nexus_plugins_and_tools_show_each_upstream(tmp_path: Path) -> None:
     assert "down: ConnectError" in later and "(1 of 3 failed attempts; retry in " in later, later
     keyless = next(line for line in lines if line.strip().startswith("keyless (stdio"))
     assert "gave up after 1 failed attempts: KEY: environment variable NEXUS_TEST_UNSET is not set" in keyless
+    dies = next(line for line in lines if line.strip().startswith("dies (stdio"))  # how it ended, and its last words
+    assert (
+        "gave up after 1 failed attempts: Connection closed (the server exited with status 7: Traceback: it broke)"
+        in dies
+    )
 
     out = subprocess.run(
         nexus_command("tools", "--config", str(config)), capture_output=True, text=True, env=server_env(), timeout=60

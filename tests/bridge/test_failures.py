@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import httpx2
+import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from pydantic import ValidationError
 
-from nexus_bridge.upstream import _connection_failed
+from nexus_bridge.upstream import _connection_failed, describe
 
 
 @pytest.mark.parametrize(
@@ -25,3 +27,12 @@ from nexus_bridge.upstream import _connection_failed
 )
 def test_only_transport_failures_drop_the_connection(exc: BaseException, gone: bool) -> None:
     assert _connection_failed(exc) is gone
+
+
+def test_a_failure_is_described_in_one_line() -> None:
+    """A server's tool list that the protocol refuses fails the connection with pydantic's many lines: the
+    reason `nexus plugins`, the log and a call show stays one line."""
+    with pytest.raises(ValidationError) as refused:
+        types.Tool.model_validate({"name": "x", "inputSchema": 5})
+    reason = describe(refused.value)
+    assert "\n" not in reason and reason.startswith("ValidationError: 1 validation error for Tool; inputSchema")

@@ -17,7 +17,9 @@ import functools
 import json
 import math
 import os
+import re
 import shutil
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,7 +39,9 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_bridge.config import ServerTable, prefix_of
+from nexus_bridge.process import Ending, process_streams
 from nexus_core import (
+    MAX_MESSAGE,
     EnvRef,
     LivePrompt,
     LiveResource,
@@ -53,6 +57,8 @@ PROTOCOL_META = "io.modelcontextprotocol/"
 LOST_SESSION = ("Session terminated", "Session not found")  # how Streamable HTTP says a restarted server forgot us
 ResultT = TypeVar("ResultT", bound=types.Result)
 ContentT = TypeVar("ContentT", bound=types.ContentBlock)
+ItemT = TypeVar("ItemT")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # the MCP specification's rule for tool names
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
 CLIENT_INFO = types.Implementation(name="nexus-bridge", version=version("nexus-stack-bridge"))
 
@@ -76,13 +82,16 @@ class Upstream:
         self._uris: set[str] = set()  # the server's resources and templates (its own URIs), to relink answers
         self._templates: list[UriTemplate] = []
         self._cache = ResultCache(table.cache_ttl)
+        self._ending = Ending()  # how the last stdio process ended
+        others = [prefix_of(n, t) for n, t in ctx.config.servers.items() if t.enabled and n != name]
+        self._longer_prefixes = [p for p in others if p.startswith(self.prefix) and len(p) > len(self.prefix)]
 
     # -- the background task --------------------------------------------------------
 
     async def run(self) -> None:
         delay = self.table.backoff
         while True:
-            unfixable = False
+            unfixable, self._ending = False, Ending()
             try:
                 await self._connect_and_watch()
             except Exception as exc:
@@ -91,6 +100,8 @@ class Upstream:
                 was_connected = self.state == "connected"
                 self._client, self._signals = None, None
                 self._cache.clear()
+            if why := self._ending.why():  # a stdio server that exited: its status says more than a closed pipe
+                self.reason = f"{self.reason} ({why})"
             if was_connected and time.monotonic() - self._since >= STABLE:
                 # It had worked: reconnect at once, with a fresh run of retries.
                 self.ctx.log.warning("upstream '%s': %s; reconnecting", self.name, self.reason)
@@ -208,8 +219,11 @@ class Upstream:
         """The client transport for the server's type; its read stream reports when it ends."""
         table = self.table
         async with contextlib.AsyncExitStack() as stack:
-            if table.type in ("stdio", "npm"):
+            if table.type in ("stdio", "npm") and sys.platform == "win32":
                 streams = await stack.enter_async_context(stdio_client(self._process()))
+            elif table.type in ("stdio", "npm"):
+                process = process_streams(self._process(), MAX_MESSAGE, self.ctx.log, self.name, self._ending)
+                streams = await stack.enter_async_context(process)
             elif table.type == "http":
                 http = await stack.enter_async_context(create_mcp_http_client(headers=self._headers()))
                 streams = await stack.enter_async_context(streamable_http_client(table.url or "", http_client=http))
@@ -218,7 +232,12 @@ class Upstream:
                     sse_client(table.url or "", headers=self._headers(), timeout=table.connect_timeout)
                 )
             read, write = streams[0], streams[1]
-            yield _Watched(read, on_end), write
+
+            def stuck() -> None:
+                self.ctx.log.warning("upstream '%s' has not read its input for %g s", self.name, table.timeout)
+                on_end()
+
+            yield _Watched(read, on_end), _BoundedWrites(write, table.timeout, stuck)
 
     def _process(self) -> StdioServerParameters:
         table = self.table
@@ -251,13 +270,18 @@ class Upstream:
             templates = await _all_pages(client.list_resource_templates, "resource_templates")
         if capabilities.prompts:
             prompts = await _all_pages(client.list_prompts, "prompts")
+        problems: list[str] = []
+        tools = self._named_well(tools, "tool", lambda t: self._public(t.name), "_", problems)
+        prompts = self._named_well(prompts, "prompt", lambda p: self._public(p.name), "_", problems)
+        resources = self._named_well(resources, "resource", lambda r: self._public_uri(r.uri), "+", problems)
+        templates = self._named_well(templates, "resource", lambda t: self._public_uri(t.uri_template), "+", problems)
         self._read_only = {t.name for t in tools if self.reads(t.name) and _cacheable(t)}
         self._cache.clear()
         self.counts = {"tools": len(tools), "resources": len(resources) + len(templates), "prompts": len(prompts)}
         self._tools = [self._live_tool(tool) for tool in tools]
         self._uris = {r.uri for r in resources}
         self._templates = [template for t in templates if (template := _parsed(t.uri_template))]
-        self.problems = await self.ctx.publish(
+        self.problems = problems + await self.ctx.publish(
             self.name,
             tools=self._tools,
             resources=[self._live_resource(r) for r in [*resources, *templates]],
@@ -265,6 +289,25 @@ class Upstream:
         )
         for problem in self.problems:  # e.g. prefix = "" and a name or URI that Nexus itself serves: refused
             self.ctx.log.warning("upstream server '%s': %s", self.name, problem)
+
+    def _named_well(
+        self, items: list[ItemT], kind: str, public: Callable[[ItemT], str], joint: str, problems: list[str]
+    ) -> list[ItemT]:
+        """The items whose public name is theirs to take: a tool's is a valid MCP tool name (one that is not
+        would make a client refuse the whole list), and none falls in the namespace of another server whose
+        prefix starts like this one's (prefix "a" and a tool "b_x" would otherwise take server "a_b"'s "a_b_x",
+        whichever connected first)."""
+        kept = []
+        for item in items:
+            name = public(item)
+            owner = next((p for p in self._longer_prefixes if name.startswith(p + joint)), None)
+            if owner is not None:
+                problems.append(f"{kind} '{name[:200]}' is not served: '{owner}{joint}' is another server's prefix")
+            elif kind == "tool" and not TOOL_NAME.fullmatch(name):
+                problems.append(f"tool '{name[:200]}' is not served: a tool name is 1 to 128 letters, digits, _ - or .")
+            else:
+                kept.append(item)
+        return kept
 
     def _public(self, name: str) -> str:
         return prefixed(self.prefix, name)
@@ -388,6 +431,8 @@ class Upstream:
 
     def _failed(self, client: Client, exc: Exception, what: str) -> str:
         """The message for a forwarded request that failed; a dropped connection also starts a reconnect."""
+        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+            return f"upstream server '{self.name}' did not answer {what} within timeout = {self.table.timeout:g} s"
         if not _connection_failed(exc):  # the server answered, badly: e.g. a result its own schema refuses
             return f"upstream server '{self.name}' answered {what} with an error: {describe(exc)}"
         self.lost(client)
@@ -445,6 +490,31 @@ class _Watched:
 
     async def __aexit__(self, *exc: Any) -> Any:
         self._on_end()
+        return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _BoundedWrites:
+    """A transport's write stream whose sends give up after ``timeout``: a server that stopped reading its input
+    (its pipe is full) is gone, as one that stopped answering pings is, rather than a wait without end."""
+
+    def __init__(self, inner: Any, timeout: float, on_stuck: Callable[[], None]) -> None:
+        self._inner, self._timeout, self._on_stuck = inner, timeout, on_stuck
+
+    async def send(self, item: Any) -> None:
+        with anyio.move_on_after(self._timeout) as scope:
+            await self._inner.send(item)
+        if scope.cancelled_caught:
+            self._on_stuck()
+            raise anyio.BrokenResourceError(f"the server has not read its input for {self._timeout:g} s")
+
+    async def __aenter__(self) -> _BoundedWrites:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
         return await self._inner.__aexit__(*exc)
 
     def __getattr__(self, name: str) -> Any:
@@ -578,5 +648,6 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
         return exc.error.message
-    text = str(exc) or type(exc).__name__
+    lines = [line.strip() for line in str(exc).splitlines() if not line.strip().startswith("For further information")]
+    text = "; ".join(filter(None, lines)) or type(exc).__name__  # one line: a pydantic error spans many
     return text if isinstance(exc, TimeoutError | Unfixable) else f"{type(exc).__name__}: {text}"
