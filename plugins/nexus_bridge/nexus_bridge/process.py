@@ -159,12 +159,10 @@ async def _stop(process: Process) -> bool:
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
     with anyio.move_on_after(STOP_WAIT):
-        while process.returncode is None:
-            await anyio.sleep(0.01)
+        await process.wait()
     if process.returncode is not None:
         return False
     await terminate_posix_process_tree(process, STOP_WAIT)
     with anyio.move_on_after(STOP_WAIT):
-        while process.returncode is None:
-            await anyio.sleep(0.01)
+        await process.wait()
     return True
