@@ -372,3 +372,48 @@ async def test_a_reindex_moves_every_50_memories_or_every_second(memory_in, monk
         finally:
             fresh.drop()
     assert sum(bar.steps) == 90 and bar.steps[0] == 50 and max(bar.steps[1:]) < 40, bar.steps
+
+
+@pytest.mark.parametrize("renames", [0, 1, 2, 3, 4])
+async def test_a_reindex_stopped_anywhere_is_undone_or_finished_when_the_store_opens_again(
+    memory_in, renames: int
+) -> None:
+    """A server killed (or a disk full) in a reindex: its new collections filled, then ``renames`` of the switch's
+    four renames done. The next open serves every memory, from the old collection (before the new one took the
+    name) or the new one, leaves no collection behind, and a reindex runs again."""
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        ids = await _fill(client)
+    store = service_in(host).store
+    fresh = Fresh(store, MiniLMEmbedder(), SENTENCES_RECIPE)
+    fresh.fill(transfer._progress("reindex", None, shown=False))
+    names = fresh.names
+    store.client.get_or_create_collection(names.parts, embedding_function=None)  # the live sentence vectors
+    moves = [(names.memories, names.old[0]), (names.fresh[0], names.memories)]
+    moves += [(names.parts, names.old[1]), (names.fresh[1], names.parts)]
+    for name, to in moves[:renames]:
+        store.client.get_collection(name, embedding_function=None).modify(name=to)
+    nexus_memory.runtime_of(host.plugins["memory"].ctx).close()  # the process ends there
+    again = memory_in(["read", "write", "reindex"])
+    async with Client(again.server) as client:
+        stats = await call(client, "get_stats")
+        assert stats["total_memories"] == 3
+        assert stats["embedded_text"] == (SENTENCES_RECIPE if renames >= 2 else TAGS_RECIPE)
+        cols = {col.name for col in service_in(again).store.client.list_collections()}
+        assert cols == {names.memories, f"{names.memories}_links", names.parts}
+        hit = await call(client, "recall_memories", query="integer cents for money", limit=1)
+        assert hit["memories"][0]["id"] == ids[2]
+        assert (await call(client, "reindex_memories", force=True))["memories"] == 3
+
+
+async def test_a_reindex_runs_again_beside_what_a_failed_one_could_not_delete(memory_in) -> None:
+    """A reindex that failed on a full disk could not delete its new collection either: the next one, in the same
+    server once there is room, deletes it and runs, instead of refusing for good."""
+    host = memory_in(["read", "write", "reindex"])
+    async with Client(host.server) as client:
+        await _fill(client)
+        store = service_in(host).store
+        store.client.create_collection("nexus_memories_reindex", embedding_function=None)
+        assert (await call(client, "reindex_memories", force=True))["memories"] == 3
+        cols = {col.name for col in store.client.list_collections()}
+        assert cols == {"nexus_memories", "nexus_memories_links", "nexus_memories_parts"}

@@ -25,6 +25,7 @@ from typing import Any
 
 from nexus_core import make_private
 from nexus_memory.embed import Embedder, embed_query, query_scale
+from nexus_memory.store.leftovers import recover
 from nexus_memory.store.links import Links
 from nexus_memory.store.mirror import MIRROR_MAX, PARTS_MIRROR_MAX, Mirror, Unsupported
 from nexus_memory.store.opening import (
@@ -131,6 +132,8 @@ class ChromaStore:
             hold_directory(self.data_dir, self.path)
         try:
             client = new_client(self.chroma_url, self.path)
+            if not self.chroma_url:  # this process holds the store: no reindex runs beside it
+                recover(client, self.collection_name)
             memories = client.get_or_create_collection(
                 self.collection_name,
                 embedding_function=None,
