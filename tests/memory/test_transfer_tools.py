@@ -417,3 +417,45 @@ async def test_a_reindex_runs_again_beside_what_a_failed_one_could_not_delete(me
         assert (await call(client, "reindex_memories", force=True))["memories"] == 3
         cols = {col.name for col in store.client.list_collections()}
         assert cols == {"nexus_memories", "nexus_memories_links", "nexus_memories_parts"}
+
+
+async def test_a_bad_line_anywhere_in_an_import_imports_nothing(memory_in, tmp_path: Path) -> None:
+    """A line the store itself would refuse (a vector of another length) after the first batches, or one whose
+    fields are of the wrong kind: a one-line error naming it, and not one memory or link imported."""
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        await _fill(client)
+        header, memory = _whole(host)[:2]
+        copies = [json.dumps(json.loads(memory) | {"id": f"copy-{n}"}) for n in range(120)]
+        link = {"kind": "link", "source_id": "copy-1", "target_id": "copy-2", "relation_type": "related"}
+        bad = {
+            "embedding must be 384 finite numbers": json.loads(copies[110]) | {"embedding": [0.1, 0.2]},
+            "line 112: embedding must be": json.loads(copies[110]) | {"embedding": ["a"] * 384},
+            "line 112: id must be a non-empty string": {k: v for k, v in json.loads(copies[110]).items() if k != "id"},
+            "line 112: tags must be a list of strings": json.loads(copies[110]) | {"tags": "postgres"},
+            "line 112: not a JSON object": [1, 2],
+            "line 112: target_id must be a non-empty string": link | {"target_id": None},
+        }
+        for reason, line in bad.items():
+            lines = [header, *copies[:110], json.dumps(line), *copies[111:], json.dumps(link)]
+            (tmp_path / "work" / "bad.jsonl").write_text("\n".join(lines) + "\n")
+            for args in ({"lines": lines}, {"path": "bad.jsonl"}):
+                error = await fails(client, "import_memories", **args)
+                assert reason in error and "nothing was imported" in error and "\n" not in error, error
+            assert (await call(client, "get_stats"))["total_memories"] == 3
+            assert (await call(client, "get_stats"))["total_links"] == 1
+        with pytest.raises(ValueError, match="line 112: embedding must be 384"):  # what `nexus memory import` checks
+            transfer.check(
+                io.StringIO("\n".join([header, *copies[:110], json.dumps(bad["line 112: embedding must be"])]))
+            )
+
+
+async def test_an_import_keeps_a_link_already_there_as_it_is(memory_in) -> None:
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        a, b, _ = await _fill(client)
+        exported = _whole(host)
+        await call(client, "link_memories", source_id=b, target_id=a, relation_type="supersedes", reason="retold")
+        assert (await call(client, "import_memories", lines=exported))["links"] == 0
+        (link,) = (await call(client, "get_memory_links", memory_id=b))["links"]
+        assert link["reason"] == "retold"
