@@ -2617,6 +2617,14 @@ MUTATIONS: list[Mutation] = [
         "an import keeps a link already present as it is (its reason), as it keeps a memory",
     ),
     m(
+        "memory-export-file-full-disk-blamed-on-the-store",
+        MEMORY + "export_file.py",
+        "        except OSError as exc:  # the file's disk",
+        "        except NotImplementedError as exc:  # the file's disk",
+        XFER_T + "test_an_export_file_on_a_full_disk_says_so_and_leaves_the_old_one",
+        "export_memories(path=...) on a full disk names the file and the reason, not a store failure (root only)",
+    ),
+    m(
         "memory-import-embedded-resource-refused",
         MEMORY + "tools/transfer.py",
         '            return data["resource"]\n',

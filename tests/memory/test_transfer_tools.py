@@ -11,6 +11,7 @@ import io
 import json
 import os
 import stat
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -459,3 +460,36 @@ async def test_an_import_keeps_a_link_already_there_as_it_is(memory_in) -> None:
         assert (await call(client, "import_memories", lines=exported))["links"] == 0
         (link,) = (await call(client, "get_memory_links", memory_id=b))["links"]
         assert link["reason"] == "retold"
+
+
+async def test_an_export_file_on_a_full_disk_says_so_and_leaves_the_old_one(memory_in, tmp_path: Path) -> None:
+    """The export's own disk is full (a real 256 KB tmpfs, root only): the error names the file and the reason,
+    not the store, the file there is as it was, and nothing is left beside it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    full = tmp_path / "work" / "full"
+    full.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(full)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (full / "memories.jsonl").write_text("the last export\n")
+        async with Client(memory_in(["read", "write", "export"]).server) as client:
+            await call(client, "import_memories", lines=_many(60))
+            error = await fails(client, "export_memories", path="full/memories.jsonl", overwrite=True)
+            assert "'full/memories.jsonl' could not be written: No space left on device" in error, error
+            assert error.endswith("; the file there is unchanged") and "store" not in error, error
+            assert (
+                os.listdir(full) == ["memories.jsonl"] and (full / "memories.jsonl").read_text() == "the last export\n"
+            )
+            assert (await call(client, "get_stats"))["total_memories"] == 60
+    finally:
+        subprocess.run(["umount", "-l", str(full)], check=False)
+
+
+def _many(n: int) -> list[str]:
+    """``n`` memory lines without vectors (embedded as they are imported)."""
+    line = {"kind": "memory", "memory_type": "note", "context": "bulk", "tags": ["bulk"]}
+    return [
+        json.dumps(line | {"id": f"bulk-{i}", "content": f"Bulk memory {i}: a timeout in service {i}."})
+        for i in range(n)
+    ]
