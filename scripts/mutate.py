@@ -1131,8 +1131,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "memory-export-page-reads-the-whole-store",
         MEMORY + "tools/transfer.py",
-        "    lines, total = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))\n",
-        "    lines, total = await rt.run(lambda service: transfer.export_page(service.store, 0, 10**9))\n",
+        "    lines, total, start = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))\n",
+        "    lines, total, start = await rt.run(lambda service: transfer.export_page(service.store, 0, 10**9))\n",
         "tests/memory/test_transfer.py::test_the_export_tool_pages_through_the_same_lines_as_a_whole_export",
         "export_memories returns only the page asked for, each page read on its own",
     ),
@@ -2109,8 +2109,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "memory-export-pages-ignore-size",
         "plugins/nexus_memory/nexus_memory/transfer.py",
-        "if lines and size + len(line) > PAGE_BYTES:",
-        "if False:",
+        "if full := bool(lines) and size + len(line) > PAGE_BYTES:",
+        "if full := False:",
         IMG_T + "test_an_export_carries_the_image_and_an_import_brings_it_back",
         "a page of export_memories ends early once its lines pass PAGE_BYTES (a page of images fits a message)",
     ),
@@ -2520,8 +2520,8 @@ MUTATIONS: list[Mutation] = [
     m(
         "memory-export-path-ignored",
         MEMORY + "tools/transfer.py",
-        "    if path is None:\n        lines, total = await rt.run(",
-        "    if True:\n        lines, total = await rt.run(",
+        "    if path is None:\n        lines, total, start = await rt.run(",
+        "    if True:\n        lines, total, start = await rt.run(",
         XFER_T + "test_an_export_file_is_written_whole_and_private_inside_the_roots "
         "tests/memory/test_transports.py::test_stdio",
         "export_memories(path=...) writes the whole export to the file",
@@ -2623,6 +2623,30 @@ MUTATIONS: list[Mutation] = [
         "        except NotImplementedError as exc:  # the file's disk",
         XFER_T + "test_an_export_file_on_a_full_disk_says_so_and_leaves_the_old_one",
         "export_memories(path=...) on a full disk names the file and the reason, not a store failure (root only)",
+    ),
+    m(
+        "memory-export-pages-skip-after-deletions",
+        MEMORY + "transfer.py",
+        "    start = store.page_ends.start(offset, now) if offset > 0 else 0\n",
+        "    start = offset\n",
+        XFER_T + "test_pages_read_while_memories_and_links_are_deleted_skip_none",
+        "a page of the export asked for after memories were deleted starts where the page before ended: none skipped",
+    ),
+    m(
+        "memory-export-pages-skip-links-after-deletions",
+        MEMORY + "store/paging.py",
+        "offset - 1 - then.memories - (now.links_deleted - then.links_deleted))",
+        "offset - 1 - then.memories)",
+        XFER_T + "test_pages_read_while_memories_and_links_are_deleted_skip_none",
+        "a page of the export's links asked for after links were deleted starts where the page before ended",
+    ),
+    m(
+        "memory-export-pages-deletions-uncounted",
+        MEMORY + "store/chroma.py",
+        "        self.deleted += len(ids)\n",
+        "",
+        XFER_T + "test_pages_read_while_memories_and_links_are_deleted_skip_none",
+        "the store counts the memories it deletes, for the export's next page",
     ),
     m(
         "memory-import-embedded-resource-refused",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import os
 import stat
@@ -486,10 +487,59 @@ async def test_an_export_file_on_a_full_disk_says_so_and_leaves_the_old_one(memo
         subprocess.run(["umount", "-l", str(full)], check=False)
 
 
+def _bulk(i: int) -> str:
+    return f"00000000-0000-4000-8000-{i:012d}"
+
+
 def _many(n: int) -> list[str]:
     """``n`` memory lines without vectors (embedded as they are imported)."""
     line = {"kind": "memory", "memory_type": "note", "context": "bulk", "tags": ["bulk"]}
     return [
-        json.dumps(line | {"id": f"bulk-{i}", "content": f"Bulk memory {i}: a timeout in service {i}."})
-        for i in range(n)
+        json.dumps(line | {"id": _bulk(i), "content": f"Bulk memory {i}: a timeout in service {i}."}) for i in range(n)
     ]
+
+
+async def _tool_page(client: Client, offset: int) -> tuple[list[str], int | None]:
+    page = await call(client, "export_memories", offset=offset, limit=4)
+    return page["lines"], page["next_offset"]
+
+
+async def _resource_page(client: Client, offset: int) -> tuple[list[str], int | None]:
+    header, *lines = (await client.read_resource(f"memory://export?offset={offset}")).contents[0].text.splitlines()
+    return lines, json.loads(header)["next_offset"]
+
+
+@pytest.mark.parametrize("page", [_tool_page, _resource_page])
+async def test_pages_read_while_memories_and_links_are_deleted_skip_none(
+    memory_in, monkeypatch: pytest.MonkeyPatch, page: Any
+) -> None:
+    """Another client deletes memories and links the export has passed, between its pages: every memory and link
+    still there at the end is in one of the pages (some lines come twice; an import skips them)."""
+    monkeypatch.setattr(transfer, "RESOURCE_LINES", 4)
+    host = memory_in(["read", "write", "delete"])
+    async with Client(host.server) as client:
+        await call(client, "import_memories", lines=_many(12))
+        ids = [_bulk(i) for i in range(12)]
+        for a, b in itertools.pairwise(ids[6:]):
+            await call(client, "link_memories", source_id=a, target_id=b, relation_type="extends")
+        seen: list[dict[str, Any]] = []
+        offset: int | None = 0
+        while offset is not None:
+            lines, offset = await page(client, offset)
+            seen += [json.loads(line) for line in lines]
+            passed = [s for s in seen if s["kind"] == "memory" and s["id"] in ids]
+            if passed:  # a memory already exported, before where the next page starts
+                ids.remove(passed[0]["id"])
+                await call(client, "delete_memory", memory_id=passed[0]["id"])
+            kept = _links(_whole(host))
+            if passed_links := [link for link in _links(seen) if link in kept][: len(kept) - 1]:  # one stays
+                await call(client, "unlink_memories", source_id=passed_links[0][0], target_id=passed_links[0][1])
+        left = {line["id"] for line in map(json.loads, _whole(host)) if line["kind"] == "memory"}
+        assert left == set(ids) and left <= {s["id"] for s in seen if s["kind"] == "memory"}
+        assert _links(_whole(host)) and set(_links(_whole(host))) <= set(_links(seen))
+
+
+def _links(lines: list[Any]) -> list[tuple[str, str]]:
+    """The (source, target) of each link among export lines (as text or read)."""
+    read = [json.loads(line) if isinstance(line, str) else line for line in lines]
+    return [(s["source_id"], s["target_id"]) for s in read if s["kind"] == "link"]

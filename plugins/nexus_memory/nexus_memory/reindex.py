@@ -28,6 +28,7 @@ from nexus_memory.progress import STEP, Progress
 from nexus_memory.store import HNSW, MAX_PARTS, ChromaStore, Record, StoreError, collection_metadata
 from nexus_memory.store.leftovers import Names, recover
 from nexus_memory.store.opening import new_client
+from nexus_memory.store.paging import REORDERED
 from nexus_memory.threads import in_background
 
 log = logging.getLogger("nexus.memory")
@@ -236,6 +237,7 @@ class Fresh:
         held = None if self.store.chroma_url else new_client(None, self.store.path)
         try:
             self.store.close()
+            self.store.deleted += REORDERED  # what catch_up moved: an export's pages start over
             self.store.embedder, self.store.recipe = self.target, self.recipe
             self.store.open()
             if not self.store.chroma_url:

@@ -106,28 +106,35 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
     return counts
 
 
-def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str], int]:
+def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str], int, int]:
     """Lines ``offset`` to ``offset + limit`` of ``export_memories``'s output (fewer once they pass ``PAGE_BYTES``,
-    at least one), and how many it has in all: only those memories are read, so paging through a store reads it
-    once, not once a page."""
+    at least one), how many it has in all, and the line the page starts at: ``offset``, or a few lines earlier when
+    memories or links were deleted since a page ended there (``store.paging``). Only those memories are read, so
+    paging through a store reads it once, not once a page."""
     store.open()
-    memories = store.count()
-    lines = [_header(store)] if offset == 0 else []
-    first, end = max(offset - 1, 0), offset + limit - 1  # memory indexes: line n is memory n - 1
+    now = store.deletions()  # before the page is read: a deletion meanwhile is stepped back over next time
+    start = store.page_ends.start(offset, now) if offset > 0 else 0
+    memories = now.memories
+    lines = [_header(store)] if start == 0 else []
+    first, end = max(start - 1, 0), start + limit - 1  # memory indexes: line n is memory n - 1
+    full = False
     if first < min(end, memories):
         include = ["documents", "metadatas", "embeddings"]
         got = store.memories.get(offset=first, limit=min(end, memories) - first, include=include)
         size = 0
         for line in _memory_lines(got, ImageFiles(store.data_dir)):
-            if lines and size + len(line) > PAGE_BYTES:
-                return lines, 1 + memories + store.links.count()
+            if full := bool(lines) and size + len(line) > PAGE_BYTES:
+                break
             lines.append(line)
             size += len(line)
     first, end = max(first - memories, 0), end - memories  # link indexes
-    if end > first:
+    if end > first and not full:
         got = store.links.collection.get(offset=first, limit=end - first, include=["metadatas"])
         lines += [_link_line(LinkRecord.from_meta(meta)) for meta in got["metadatas"]]
-    return lines, 1 + memories + store.links.count()
+    total = 1 + memories + store.links.count()
+    if start + len(lines) < total:
+        store.page_ends.ended(start + len(lines), now)
+    return lines, total, start
 
 
 def export_resource_page(store: ChromaStore, offset: int) -> str:
@@ -135,8 +142,7 @@ def export_resource_page(store: ChromaStore, offset: int) -> str:
     with ``offset``, ``next_offset`` (null on the last page) and ``total_lines`` added, then the export's lines from
     there, as many as a page of ``export_memories`` (up to about ``PAGE_BYTES``). Each page is an export file of its
     own, which ``import_memories`` takes whole."""
-    first = max(offset, 1)
-    lines, total = export_page(store, first, RESOURCE_LINES)
+    lines, total, first = export_page(store, max(offset, 1), RESOURCE_LINES)
     end = first + len(lines)
     paging = {"offset": first, "next_offset": end if end < total else None, "total_lines": total}
     return "\n".join([json.dumps(json.loads(_header(store)) | paging), *lines]) + "\n"
