@@ -2649,6 +2649,14 @@ MUTATIONS: list[Mutation] = [
         "the store counts the memories it deletes, for the export's next page",
     ),
     m(
+        "memory-export-pages-go-on-across-a-reindex",
+        MEMORY + "reindex.py",
+        "            self.store.deleted += REORDERED  # what catch_up moved: an export's pages start over\n",
+        "",
+        XFER_T + "test_pages_read_across_a_reindex_start_over",
+        "the export's next page after a reindex rewrote the collection starts over: none skipped",
+    ),
+    m(
         "memory-import-embedded-resource-refused",
         MEMORY + "tools/transfer.py",
         '            return data["resource"]\n',

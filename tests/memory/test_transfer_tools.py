@@ -543,3 +543,14 @@ def _links(lines: list[Any]) -> list[tuple[str, str]]:
     """The (source, target) of each link among export lines (as text or read)."""
     read = [json.loads(line) if isinstance(line, str) else line for line in lines]
     return [(s["source_id"], s["target_id"]) for s in read if s["kind"] == "link"]
+
+
+async def test_pages_read_across_a_reindex_start_over(memory_in) -> None:
+    """A reindex rewrites the collection, the memories it caught up at its end: the next page starts at line 1."""
+    host = memory_in(["read", "write", "reindex"])
+    async with Client(host.server) as client:
+        await call(client, "import_memories", lines=_many(6))
+        first = await call(client, "export_memories", limit=3)
+        await call(client, "reindex_memories", force=True)
+        again = await call(client, "export_memories", offset=first["next_offset"], limit=3)
+        assert (first["next_offset"], again["offset"], again["next_offset"]) == (3, 1, 4)
