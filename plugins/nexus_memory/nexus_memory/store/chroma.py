@@ -136,7 +136,7 @@ class ChromaStore:
         try:
             client = new_client(self.chroma_url, self.path)
             if not self.chroma_url:  # this process holds the store: no reindex runs beside it
-                recover(client, self.collection_name)
+                recover(client, self.collection_name, delete=False)
             memories = client.get_or_create_collection(
                 self.collection_name,
                 embedding_function=None,

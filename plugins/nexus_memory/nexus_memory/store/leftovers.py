@@ -3,9 +3,9 @@
 A reindex fills ``<name>_reindex`` and ``<name>_parts_reindex``, then renames, in this order: the live collection to
 ``<name>_pre_reindex``, the new one to ``<name>``, the live parts to ``<name>_parts_pre_reindex`` (when there are
 any), the new parts to ``<name>_parts``; then deletes the old ones. Whatever the point it stopped at, the store is
-opened as the reindex left it before its first rename (the new collections deleted) or after its last (the old
-ones deleted): never with the live name missing, which would open as an empty collection, and never with leftovers
-that the next reindex would refuse to start beside.
+opened as the reindex left it before its first rename or after its last: never with the live name missing, which
+would open as an empty collection. What is left (the new collections, or the old ones) is deleted by the next
+reindex, which would otherwise refuse to start beside it.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ class Names:
         return f"{self.memories}_pre_reindex", f"{self.memories}_parts_pre_reindex"
 
 
-def recover(client: Any, name: str) -> None:
-    """Finish or undo an interrupted reindex of collection ``name``. Call it only where no reindex can be running:
-    the embedded store's process, before it opens the collections, or a reindex about to start there."""
+def recover(client: Any, name: str, delete: bool = True) -> None:
+    """Finish or undo an interrupted reindex of collection ``name``, and (``delete``) delete what it left. Call it
+    only where no reindex can be running: the embedded store's process, before it opens the collections (without
+    ``delete``: on a disk still full, a failed delete can leave Chroma hanging, and the store must open), or a
+    reindex about to start there."""
     names = Names(name)
     existing = {c.name for c in client.list_collections()}
     (fresh, fresh_parts), (old, old_parts) = names.fresh, names.old
@@ -55,10 +57,14 @@ def recover(client: Any, name: str) -> None:
             existing |= {old_parts}
         _rename(client, fresh_parts, names.parts)
         existing -= {fresh_parts}
-    for leftover in (fresh, fresh_parts, old, old_parts):
+    for leftover in (fresh, fresh_parts, old, old_parts) if delete else ():
         if leftover in existing:
-            client.delete_collection(leftover)
-            log.warning("memory: deleted collection %s, left by a reindex that did not finish", leftover)
+            try:
+                client.delete_collection(leftover)
+            except Exception as exc:  # a full disk still: the next reindex deletes it
+                log.warning("memory: could not delete %s, left by a reindex: %s", leftover, one_line(exc))
+            else:
+                log.warning("memory: deleted collection %s, left by a reindex that did not finish", leftover)
 
 
 def _rename(client: Any, name: str, to: str) -> None:
