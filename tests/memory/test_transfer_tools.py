@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import os
 import stat
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -372,3 +374,183 @@ async def test_a_reindex_moves_every_50_memories_or_every_second(memory_in, monk
         finally:
             fresh.drop()
     assert sum(bar.steps) == 90 and bar.steps[0] == 50 and max(bar.steps[1:]) < 40, bar.steps
+
+
+@pytest.mark.parametrize("renames", [0, 1, 2, 3, 4])
+async def test_a_reindex_stopped_anywhere_is_undone_or_finished_when_the_store_opens_again(
+    memory_in, renames: int
+) -> None:
+    """A server killed (or a disk full) in a reindex: its new collections filled, then ``renames`` of the switch's
+    four renames done. The next open serves every memory, from the old collection (before the new one took the
+    name) or the new one, and the next reindex runs, deleting what was left."""
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        ids = await _fill(client)
+    store = service_in(host).store
+    fresh = Fresh(store, MiniLMEmbedder(), SENTENCES_RECIPE)
+    fresh.fill(transfer._progress("reindex", None, shown=False))
+    names = fresh.names
+    store.client.get_or_create_collection(names.parts, embedding_function=None)  # the live sentence vectors
+    moves = [(names.memories, names.old[0]), (names.fresh[0], names.memories)]
+    moves += [(names.parts, names.old[1]), (names.fresh[1], names.parts)]
+    for name, to in moves[:renames]:
+        store.client.get_collection(name, embedding_function=None).modify(name=to)
+    nexus_memory.runtime_of(host.plugins["memory"].ctx).close()  # the process ends there
+    again = memory_in(["read", "write", "reindex"])
+    async with Client(again.server) as client:
+        stats = await call(client, "get_stats")
+        assert stats["total_memories"] == 3
+        assert stats["embedded_text"] == (SENTENCES_RECIPE if renames >= 2 else TAGS_RECIPE)
+        hit = await call(client, "recall_memories", query="integer cents for money", limit=1)
+        assert hit["memories"][0]["id"] == ids[2]
+        assert (await call(client, "reindex_memories", force=True))["memories"] == 3
+        cols = {col.name for col in service_in(again).store.client.list_collections()}
+        assert cols == {names.memories, f"{names.memories}_links", names.parts}
+
+
+async def test_a_reindex_runs_again_beside_what_a_failed_one_could_not_delete(memory_in) -> None:
+    """A reindex that failed on a full disk could not delete its new collection either: the next one, in the same
+    server once there is room, deletes it and runs, instead of refusing for good."""
+    host = memory_in(["read", "write", "reindex"])
+    async with Client(host.server) as client:
+        await _fill(client)
+        store = service_in(host).store
+        store.client.create_collection("nexus_memories_reindex", embedding_function=None)
+        assert (await call(client, "reindex_memories", force=True))["memories"] == 3
+        cols = {col.name for col in store.client.list_collections()}
+        assert cols == {"nexus_memories", "nexus_memories_links", "nexus_memories_parts"}
+
+
+async def test_a_bad_line_anywhere_in_an_import_imports_nothing(memory_in, tmp_path: Path) -> None:
+    """A line the store itself would refuse (a vector of another length) after the first batches, or one whose
+    fields are of the wrong kind: a one-line error naming it, and not one memory or link imported."""
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        await _fill(client)
+        header, memory = _whole(host)[:2]
+        copies = [json.dumps(json.loads(memory) | {"id": f"copy-{n}"}) for n in range(120)]
+        link = {"kind": "link", "source_id": "copy-1", "target_id": "copy-2", "relation_type": "related"}
+        bad = {
+            "embedding must be 384 finite numbers": json.loads(copies[110]) | {"embedding": [0.1, 0.2]},
+            "line 112: embedding must be": json.loads(copies[110]) | {"embedding": ["a"] * 384},
+            "line 112: id must be a non-empty string": {k: v for k, v in json.loads(copies[110]).items() if k != "id"},
+            "line 112: tags must be a list of strings": json.loads(copies[110]) | {"tags": "postgres"},
+            "line 112: not a JSON object": [1, 2],
+            "line 112: target_id must be a non-empty string": link | {"target_id": None},
+        }
+        for reason, line in bad.items():
+            lines = [header, *copies[:110], json.dumps(line), *copies[111:], json.dumps(link)]
+            (tmp_path / "work" / "bad.jsonl").write_text("\n".join(lines) + "\n")
+            for args in ({"lines": lines}, {"path": "bad.jsonl"}):
+                error = await fails(client, "import_memories", **args)
+                assert reason in error and "nothing was imported" in error and "\n" not in error, error
+            assert (await call(client, "get_stats"))["total_memories"] == 3
+            assert (await call(client, "get_stats"))["total_links"] == 1
+        with pytest.raises(ValueError, match="line 112: embedding must be 384"):  # what `nexus memory import` checks
+            transfer.check(
+                io.StringIO("\n".join([header, *copies[:110], json.dumps(bad["line 112: embedding must be"])]))
+            )
+
+
+async def test_an_import_keeps_a_link_already_there_as_it_is(memory_in) -> None:
+    host = memory_in(["read", "write"])
+    async with Client(host.server) as client:
+        a, b, _ = await _fill(client)
+        exported = _whole(host)
+        await call(client, "link_memories", source_id=b, target_id=a, relation_type="supersedes", reason="retold")
+        assert (await call(client, "import_memories", lines=exported))["links"] == 0
+        (link,) = (await call(client, "get_memory_links", memory_id=b))["links"]
+        assert link["reason"] == "retold"
+
+
+async def test_an_export_file_on_a_full_disk_says_so_and_leaves_the_old_one(memory_in, tmp_path: Path) -> None:
+    """The export's own disk is full (a real 256 KB tmpfs, root only): the error names the file and the reason,
+    not the store, the file there is as it was, and nothing is left beside it."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    full = tmp_path / "work" / "full"
+    full.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(full)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (full / "memories.jsonl").write_text("the last export\n")
+        async with Client(memory_in(["read", "write", "export"]).server) as client:
+            await call(client, "import_memories", lines=_many(60))
+            error = await fails(client, "export_memories", path="full/memories.jsonl", overwrite=True)
+            assert "'full/memories.jsonl' could not be written: No space left on device" in error, error
+            assert error.endswith("; the file there is unchanged") and "store" not in error, error
+            assert (
+                os.listdir(full) == ["memories.jsonl"] and (full / "memories.jsonl").read_text() == "the last export\n"
+            )
+            assert (await call(client, "get_stats"))["total_memories"] == 60
+    finally:
+        subprocess.run(["umount", "-l", str(full)], check=False)
+
+
+def _bulk(i: int) -> str:
+    return f"00000000-0000-4000-8000-{i:012d}"
+
+
+def _many(n: int) -> list[str]:
+    """``n`` memory lines without vectors (embedded as they are imported)."""
+    line = {"kind": "memory", "memory_type": "note", "context": "bulk", "tags": ["bulk"]}
+    return [
+        json.dumps(line | {"id": _bulk(i), "content": f"Bulk memory {i}: a timeout in service {i}."}) for i in range(n)
+    ]
+
+
+async def _tool_page(client: Client, offset: int) -> tuple[list[str], int | None]:
+    page = await call(client, "export_memories", offset=offset, limit=4)
+    return page["lines"], page["next_offset"]
+
+
+async def _resource_page(client: Client, offset: int) -> tuple[list[str], int | None]:
+    header, *lines = (await client.read_resource(f"memory://export?offset={offset}")).contents[0].text.splitlines()
+    return lines, json.loads(header)["next_offset"]
+
+
+@pytest.mark.parametrize("page", [_tool_page, _resource_page])
+async def test_pages_read_while_memories_and_links_are_deleted_skip_none(
+    memory_in, monkeypatch: pytest.MonkeyPatch, page: Any
+) -> None:
+    """Another client deletes memories and links the export has passed, between its pages: every memory and link
+    still there at the end is in one of the pages (some lines come twice; an import skips them)."""
+    monkeypatch.setattr(transfer, "RESOURCE_LINES", 4)
+    host = memory_in(["read", "write", "delete"])
+    async with Client(host.server) as client:
+        await call(client, "import_memories", lines=_many(12))
+        ids = [_bulk(i) for i in range(12)]
+        for a, b in itertools.pairwise(ids[6:]):
+            await call(client, "link_memories", source_id=a, target_id=b, relation_type="extends")
+        seen: list[dict[str, Any]] = []
+        offset: int | None = 0
+        while offset is not None:
+            lines, offset = await page(client, offset)
+            seen += [json.loads(line) for line in lines]
+            passed = [s for s in seen if s["kind"] == "memory" and s["id"] in ids]
+            if passed:  # a memory already exported, before where the next page starts
+                ids.remove(passed[0]["id"])
+                await call(client, "delete_memory", memory_id=passed[0]["id"])
+            kept = _links(_whole(host))
+            if passed_links := [link for link in _links(seen) if link in kept][: len(kept) - 1]:  # one stays
+                await call(client, "unlink_memories", source_id=passed_links[0][0], target_id=passed_links[0][1])
+        left = {line["id"] for line in map(json.loads, _whole(host)) if line["kind"] == "memory"}
+        assert left == set(ids) and left <= {s["id"] for s in seen if s["kind"] == "memory"}
+        assert _links(_whole(host)) and set(_links(_whole(host))) <= set(_links(seen))
+
+
+def _links(lines: list[Any]) -> list[tuple[str, str]]:
+    """The (source, target) of each link among export lines (as text or read)."""
+    read = [json.loads(line) if isinstance(line, str) else line for line in lines]
+    return [(s["source_id"], s["target_id"]) for s in read if s["kind"] == "link"]
+
+
+async def test_pages_read_across_a_reindex_start_over(memory_in) -> None:
+    """A reindex rewrites the collection, the memories it caught up at its end: the next page starts at line 1."""
+    host = memory_in(["read", "write", "reindex"])
+    async with Client(host.server) as client:
+        await call(client, "import_memories", lines=_many(6))
+        first = await call(client, "export_memories", limit=3)
+        await call(client, "reindex_memories", force=True)
+        again = await call(client, "export_memories", offset=first["next_offset"], limit=3)
+        assert (first["next_offset"], again["offset"], again["next_offset"]) == (3, 1, 4)

@@ -59,6 +59,9 @@ def write_export(paths: PathPolicy, path: str, store: ChromaStore, overwrite: bo
             raise ToolError(f"'{shown}' is a folder; name a file in it") from None
         except FileNotFoundError:
             raise ToolError(f"the folder of '{shown}' does not exist") from None
+        except OSError as exc:  # the file's disk (full, read-only), not the store: say which, and that nothing moved
+            old = "; the file there is unchanged" if os.path.lexists(real) else ""
+            raise ToolError(f"'{shown}' could not be written: {exc.strerror or exc}{old}") from None
     return Written(shown, counts, len(data))
 
 

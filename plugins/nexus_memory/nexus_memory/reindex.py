@@ -20,14 +20,15 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from nexus_core import make_private
 from nexus_memory.embed import Embedder, tag_boost
 from nexus_memory.progress import STEP, Progress
 from nexus_memory.store import HNSW, MAX_PARTS, ChromaStore, Record, StoreError, collection_metadata
+from nexus_memory.store.leftovers import Names, recover
 from nexus_memory.store.opening import new_client
+from nexus_memory.store.paging import REORDERED
 from nexus_memory.threads import in_background
 
 log = logging.getLogger("nexus.memory")
@@ -38,25 +39,6 @@ SECOND = 1.0  # a batch is sized to take about this long: progress moves every S
 
 class Cancelled(StoreError):
     """The caller stopped the reindex (a tool call its client cancelled): the old collection is unchanged."""
-
-
-@dataclass(frozen=True)
-class Names:
-    """The collections of one reindex: the live ones, the new ones being filled, the old ones once replaced."""
-
-    memories: str
-
-    @property
-    def parts(self) -> str:
-        return f"{self.memories}_parts"
-
-    @property
-    def fresh(self) -> tuple[str, str]:
-        return f"{self.memories}_reindex", f"{self.memories}_parts_reindex"
-
-    @property
-    def old(self) -> tuple[str, str]:
-        return f"{self.memories}_pre_reindex", f"{self.memories}_parts_pre_reindex"
 
 
 def already(store: ChromaStore, target: Embedder, recipe: str) -> bool:
@@ -130,8 +112,10 @@ class Fresh:
         self.embedded, self.switched, self.replaced_parts = 0, False, False
         store.open()
         client = store.client
+        if not store.chroma_url:  # what a failed run could not delete (a full disk): this process holds the store
+            recover(client, store.collection_name)
         existing = {c.name for c in client.list_collections()}
-        for leftover in (*self.names.fresh, *self.names.old):  # from a run that was interrupted
+        for leftover in (*self.names.fresh, *self.names.old):  # another process's run, maybe still going
             if leftover in existing:
                 raise StoreError(f"collection '{leftover}' exists (an interrupted reindex?): check it, then delete it")
         fresh, fresh_parts = self.names.fresh
@@ -253,6 +237,7 @@ class Fresh:
         held = None if self.store.chroma_url else new_client(None, self.store.path)
         try:
             self.store.close()
+            self.store.deleted += REORDERED  # what catch_up moved: an export's pages start over
             self.store.embedder, self.store.recipe = self.target, self.recipe
             self.store.open()
             if not self.store.chroma_url:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
+import numpy as np
 
 from nexus_memory.embed import EmbedderError
 from nexus_memory.images.files import EXTENSIONS, MAX_IMAGE_BYTES, ImageFiles
@@ -105,28 +106,35 @@ def export_memories(store: ChromaStore, out: IO[str], progress: bool = False) ->
     return counts
 
 
-def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str], int]:
+def export_page(store: ChromaStore, offset: int, limit: int) -> tuple[list[str], int, int]:
     """Lines ``offset`` to ``offset + limit`` of ``export_memories``'s output (fewer once they pass ``PAGE_BYTES``,
-    at least one), and how many it has in all: only those memories are read, so paging through a store reads it
-    once, not once a page."""
+    at least one), how many it has in all, and the line the page starts at: ``offset``, or a few lines earlier when
+    memories or links were deleted since a page ended there (``store.paging``). Only those memories are read, so
+    paging through a store reads it once, not once a page."""
     store.open()
-    memories = store.count()
-    lines = [_header(store)] if offset == 0 else []
-    first, end = max(offset - 1, 0), offset + limit - 1  # memory indexes: line n is memory n - 1
+    now = store.deletions()  # before the page is read: a deletion meanwhile is stepped back over next time
+    start = store.page_ends.start(offset, now) if offset > 0 else 0
+    memories = now.memories
+    lines = [_header(store)] if start == 0 else []
+    first, end = max(start - 1, 0), start + limit - 1  # memory indexes: line n is memory n - 1
+    full = False
     if first < min(end, memories):
         include = ["documents", "metadatas", "embeddings"]
         got = store.memories.get(offset=first, limit=min(end, memories) - first, include=include)
         size = 0
         for line in _memory_lines(got, ImageFiles(store.data_dir)):
-            if lines and size + len(line) > PAGE_BYTES:
-                return lines, 1 + memories + store.links.count()
+            if full := bool(lines) and size + len(line) > PAGE_BYTES:
+                break
             lines.append(line)
             size += len(line)
     first, end = max(first - memories, 0), end - memories  # link indexes
-    if end > first:
+    if end > first and not full:
         got = store.links.collection.get(offset=first, limit=end - first, include=["metadatas"])
         lines += [_link_line(LinkRecord.from_meta(meta)) for meta in got["metadatas"]]
-    return lines, 1 + memories + store.links.count()
+    total = 1 + memories + store.links.count()
+    if start + len(lines) < total:
+        store.page_ends.ended(start + len(lines), now)
+    return lines, total, start
 
 
 def export_resource_page(store: ChromaStore, offset: int) -> str:
@@ -134,8 +142,7 @@ def export_resource_page(store: ChromaStore, offset: int) -> str:
     with ``offset``, ``next_offset`` (null on the last page) and ``total_lines`` added, then the export's lines from
     there, as many as a page of ``export_memories`` (up to about ``PAGE_BYTES``). Each page is an export file of its
     own, which ``import_memories`` takes whole."""
-    first = max(offset, 1)
-    lines, total = export_page(store, first, RESOURCE_LINES)
+    lines, total, first = export_page(store, max(offset, 1), RESOURCE_LINES)
     end = first + len(lines)
     paging = {"offset": first, "next_offset": end if end < total else None, "total_lines": total}
     return "\n".join([json.dumps(json.loads(_header(store)) | paging), *lines]) + "\n"
@@ -145,9 +152,32 @@ def _lines(src: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     for n, line in enumerate(src, 1):
         if line.strip():
             try:
-                yield n, json.loads(line)
+                obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"line {n}: not JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"line {n}: not a JSON object")
+            yield n, obj
+
+
+def _text(n: int, obj: dict[str, Any], *keys: str) -> None:
+    """Each of ``keys`` a non-empty string: the ids a line names."""
+    for key in keys:
+        if not isinstance(obj.get(key), str) or not obj[key].strip():
+            raise ValueError(f"line {n}: {key} must be a non-empty string")
+
+
+def _vector(n: int, obj: dict[str, Any], dimension: Any) -> list[float] | None:
+    """A memory line's vector, checked against the header's dimension (it is stored as given); None without one."""
+    if obj.get("embedding") is None or not isinstance(dimension, int):
+        return None
+    try:
+        vector = np.asarray(obj["embedding"], dtype=np.float64)
+    except (TypeError, ValueError):
+        vector = np.empty(0)
+    if vector.shape != (dimension,) or not np.isfinite(vector).all():
+        raise ValueError(f"line {n}: embedding must be {dimension} finite numbers (the header's dimension)")
+    return [float(x) for x in vector]
 
 
 def _image(n: int, obj: dict[str, Any]) -> bytes | None:
@@ -169,13 +199,17 @@ def _memory(n: int, obj: dict[str, Any]) -> tuple[Record, bytes | None]:
     """A memory line's record, and its image's bytes (decoded once: they are what is written)."""
     if obj.get("memory_type") not in MEMORY_TYPES or not str(obj.get("content", "")).strip():
         raise ValueError(f"line {n}: a memory needs content and a memory_type in {', '.join(MEMORY_TYPES)}")
+    _text(n, obj, "id")
+    tags = obj.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ValueError(f"line {n}: tags must be a list of strings")
     data = _image(n, obj)
     record = Record(
         str(obj["id"]),
         obj["content"],
         obj["memory_type"],
         str(obj.get("context", "")),
-        list(obj.get("tags") or []),
+        tags,
         str(obj.get("created_at", "")),
         str(obj.get("updated_at", "")),
         archived=obj.get("archived") is True,
@@ -187,16 +221,27 @@ def _memory(n: int, obj: dict[str, Any]) -> tuple[Record, bytes | None]:
 
 def check(src: IO[str]) -> None:
     """Raise ``ValueError`` naming the first line ``import_memories`` would refuse (it reads no store)."""
+    dimension = None
     for n, obj in _lines(src):
         kind = obj.get("kind")
-        if kind == "header" and obj.get("format") != FORMAT:
-            raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
-        if kind == "memory":
+        if kind == "header":
+            if obj.get("format") != FORMAT:
+                raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
+            dimension = obj.get("dimension")
+        elif kind == "memory":
             _memory(n, obj)
-        elif kind == "link" and obj.get("relation_type") not in RELATION_TYPES:
-            raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
-        elif kind not in ("header", "memory", "link"):
+            _vector(n, obj, dimension)
+        elif kind == "link":
+            _link(n, obj)
+        else:
             raise ValueError(f"line {n}: unknown kind {kind!r}")
+
+
+def _link(n: int, obj: dict[str, Any]) -> LinkRecord:
+    _text(n, obj, "source_id", "target_id")
+    if obj.get("relation_type") not in RELATION_TYPES:
+        raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
+    return LinkRecord.from_meta(obj)
 
 
 def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) -> TransferCounts:
@@ -217,23 +262,31 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
             same_embedder = obj.get("embedder") == store.embedder.name and obj.get("text", "content") == store.recipe
         elif kind == "memory":
             record, data = _memory(n, obj)
-            memories.append((record, obj.get("embedding") if same_embedder else None))
+            memories.append((record, _vector(n, obj, int(store.embedder.dimension)) if same_embedder else None))
             if data is not None:
                 pictures[record.id] = data
         elif kind == "link":
-            if obj.get("relation_type") not in RELATION_TYPES:
-                raise ValueError(f"line {n}: relation_type must be one of {', '.join(RELATION_TYPES)}")
-            links.append(LinkRecord.from_meta(obj))
+            links.append(_link(n, obj))
         else:
             raise ValueError(f"line {n}: unknown kind {kind!r}")
     counts = TransferCounts()
     with _progress("import", len(memories) + len(links), progress) as bar:
         for start in range(0, len(memories), STEP):
             _flush(store, memories[start : start + STEP], pictures, counts, bar)
-        for lk in links:
-            counts.links += store.links.put(lk)
-            bar.update()
+        for start in range(0, len(links), STEP):
+            _put_links(store, links[start : start + STEP], counts)
+            bar.update(len(links[start : start + STEP]))
     return counts
+
+
+def _put_links(store: ChromaStore, links: list[LinkRecord], counts: TransferCounts) -> None:
+    """Add the links not present yet: one already there keeps its reason, as a memory already there is kept."""
+    with store.write_lock:  # beside a call that deletes a memory and its links
+        present = set(store.links.collection.get(ids=[lk.id for lk in links], include=[])["ids"])
+        for lk in links:
+            if lk.id not in present:
+                counts.links += store.links.put(lk)
+                present.add(lk.id)
 
 
 def _flush(

@@ -4,7 +4,8 @@
 - ``chroma``: ``ChromaStore``, the memories' collection, all-or-nothing writes (``atomic``), and what it owns:
   ``links`` (``links.Links``), ``parts`` (the sentence vectors, ``parts.Parts``), the tag index (``tags``) and
   the in-process copy of an embedded collection (``mirror``);
-- ``opening``: the folder's lock (``lock``), the client, the embedder a collection was made with;
+- ``opening``: the folder's lock (``lock``), the client, the embedder a collection was made with, what an
+  interrupted reindex left (``leftovers``);
 - ``writer``: the background writer of sentence vectors.
 """
 

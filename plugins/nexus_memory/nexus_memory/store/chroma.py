@@ -25,6 +25,7 @@ from typing import Any
 
 from nexus_core import make_private
 from nexus_memory.embed import Embedder, embed_query, query_scale
+from nexus_memory.store.leftovers import recover
 from nexus_memory.store.links import Links
 from nexus_memory.store.mirror import MIRROR_MAX, PARTS_MIRROR_MAX, Mirror, Unsupported
 from nexus_memory.store.opening import (
@@ -36,6 +37,7 @@ from nexus_memory.store.opening import (
     new_client,
     tune,
 )
+from nexus_memory.store.paging import Deletions, PageEnds
 from nexus_memory.store.parts import Parts, open_collection
 from nexus_memory.store.records import (
     SENTENCES_RECIPE,
@@ -95,6 +97,8 @@ class ChromaStore:
     # An embedded collection, in this process (see the mirror module); off for a larger one until reopened.
     _mirror: Mirror | None = None
     _mirror_off: bool = False
+    deleted: int = 0  # memories deleted by this process: an export's next page steps back over them (``paging``)
+    page_ends: PageEnds = field(default_factory=PageEnds)
     parts: Parts = field(init=False, repr=False)  # the sentence vectors (the sentences recipe only)
     links: Links = field(init=False, repr=False)
 
@@ -131,6 +135,8 @@ class ChromaStore:
             hold_directory(self.data_dir, self.path)
         try:
             client = new_client(self.chroma_url, self.path)
+            if not self.chroma_url:  # this process holds the store: no reindex runs beside it
+                recover(client, self.collection_name, delete=False)
             memories = client.get_or_create_collection(
                 self.collection_name,
                 embedding_function=None,
@@ -256,6 +262,9 @@ class ChromaStore:
     def count(self) -> int:
         return int(self.memories.count())
 
+    def deletions(self) -> Deletions:
+        return Deletions(self.count(), self.deleted, self.links.deleted)
+
     def add(self, records: list[Record], vectors: list[list[float]]) -> None:
         if not records:
             return
@@ -267,6 +276,7 @@ class ChromaStore:
 
     def _unadd(self, ids: list[str]) -> None:
         self.memories.delete(ids=ids)
+        self.deleted += len(ids)
         if self._mirror is not None:
             self._mirror.drop(ids)
 

@@ -27,6 +27,7 @@ class Links:
     def __init__(self, store: Owner) -> None:
         self.store = store
         self._superseded: dict[str, set[str]] | None = None  # target -> the memories that supersede it
+        self.deleted = 0  # links deleted by this process (``paging``)
 
     @property
     def collection(self) -> Any:
@@ -85,6 +86,7 @@ class Links:
         if gone:
             self.store.will_undo(lambda: self._upsert(gone))
             collection.delete(ids=[lk.id for lk in gone])
+            self.deleted += len(gone)
             self._note(gone, present=False)
         return len(gone)
 

@@ -73,9 +73,9 @@ async def export_memories(
 ) -> ExportPage:
     """Export memories and links as JSON Lines, by page or into a file."""
     if path is None:
-        lines, total = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))
-        end = offset + len(lines)  # fewer than asked once a page is large (memories with images)
-        return ExportPage(lines=lines, offset=offset, next_offset=end if end < total else None, total_lines=total)
+        lines, total, start = await rt.run(lambda service: transfer.export_page(service.store, offset, limit))
+        end = start + len(lines)  # fewer than asked once a page is large (memories with images)
+        return ExportPage(lines=lines, offset=start, next_offset=end if end < total else None, total_lines=total)
     if reason := rt.ctx.category_refusal("export", tool="export_memories"):
         raise PermissionDenied(f"{reason} (export_memories writes a file only with it; without path it pages)")
     written = await rt.run(lambda service: write_export(rt.ctx.paths, path, service.store, overwrite))
