@@ -2627,6 +2627,14 @@ MUTATIONS: list[Mutation] = [
         "export_memories(path=...) on a full disk names the file and the reason, not a store failure (root only)",
     ),
     m(
+        "memory-cli-export-file-follows-the-umask",
+        MEMORY + "transfer.py",
+        "            counts = write(out)\n            out.flush()\n",
+        "            os.fchmod(out.fileno(), 0o644)\n            counts = write(out)\n            out.flush()\n",
+        "tests/memory/test_transfer.py::test_cli_export_then_import_into_another_store",
+        "`nexus memory export FILE` writes it 0600, as the tool's export file (it holds every memory)",
+    ),
+    m(
         "memory-export-pages-skip-after-deletions",
         MEMORY + "transfer.py",
         "    start = store.page_ends.start(offset, now) if offset > 0 else 0\n",

@@ -98,6 +98,12 @@ async def test_cli_export_then_import_into_another_store(memory_host, tmp_path: 
     assert res.exit_code == 0, res.output
     assert "exported 3 memories and 2 links" in res.output
     assert res.output.startswith("export: 5/5 lines in ") and "\r" not in res.output  # not a terminal: one line
+    assert out.stat().st_mode & 0o777 == 0o600  # it holds every memory, whatever the umask
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+    stopped = runner.invoke(
+        memory_cli, ["--config", str(src_cfg), "--standalone", "export", str(tmp_path / "gone" / "x")]
+    )
+    assert stopped.exit_code != 0 and not (tmp_path / "gone").exists()
     res = runner.invoke(memory_cli, ["--config", str(dst_cfg), "--standalone", "import", str(out)])
     assert res.exit_code == 0, res.output
     assert "imported 3 memories (0 re-embedded, 0 already present) and 2 links" in res.output

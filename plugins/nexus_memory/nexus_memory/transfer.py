@@ -14,9 +14,11 @@ import base64
 import binascii
 import io
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -403,12 +405,21 @@ def export_cmd(where: Where, file: str) -> None:
 
 
 def _write_export(file: str, write: Any) -> TransferCounts:
+    """``write(out)`` into FILE whole or not at all, 0600 (it holds every memory), as the tool's export file."""
     if file == "-":
         return write(sys.stdout)
-    tmp = Path(file).with_name(f".{Path(file).name}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        counts = write(out)
-    tmp.replace(file)  # a half-written export never replaces a good one
+    target = Path(file)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)  # 0600, a name its own
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            counts = write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)  # a half-written export never replaces a good one
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
     return counts
 
 
