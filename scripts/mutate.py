@@ -2627,6 +2627,14 @@ MUTATIONS: list[Mutation] = [
         "export_memories(path=...) on a full disk names the file and the reason, not a store failure (root only)",
     ),
     m(
+        "bridge-long-descriptions-passed-whole",
+        "plugins/nexus_bridge/nexus_bridge/upstream.py",
+        "        if tool.description and len(tool.description) > MAX_DESCRIPTION:",
+        "        if False:",
+        "tests/bridge/test_hostile.py::test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
+        "an upstream tool's description is cut at MAX_DESCRIPTION characters",
+    ),
+    m(
         "memory-cli-export-file-follows-the-umask",
         MEMORY + "transfer.py",
         "            counts = write(out)\n            out.flush()\n",

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from nexus_bridge.process import STDERR_LINES
+from nexus_bridge.upstream import MAX_DESCRIPTION
 from tests.bridge.test_bridge import ONLY_BRIDGE, nexus, server_table, stdio_upstream
 from tests.conftest import alive, logs_dir, nexus_command, run_dir, server_env, write_config
 
@@ -51,6 +52,8 @@ async def test_an_upstream_cannot_take_another_servers_names_or_invalid_ones(tmp
         assert refused.is_error and "Unknown tool" in refused.content[0].text  # type: ignore[union-attr]
         for name in ("a_bad name", "a_" + "n" * 200):
             assert (await client.call_tool(name, {})).is_error
+        wordy = next(t for t in (await client.list_tools()).tools if t.name == "a_wordy")
+        assert len(wordy.description or "") == MAX_DESCRIPTION and wordy.description.endswith("…")  # not 1.2 MB
 
 
 async def test_an_upstreams_oversized_answer_fails_its_call_and_bad_bytes_do_not_end_the_connection(

@@ -232,6 +232,10 @@ if os.environ.get("UPSTREAM_SPOOF"):  # names that are not its to take: another 
         """A name over the 128 characters MCP allows."""
         return "long"
 
+    @server.tool(name="wordy", description="Says a lot. " * 100_000)
+    def wordy() -> str:
+        return "wordy"
+
 
 def require_token(app: Any, token: str) -> Any:
     """Refuse HTTP requests without ``Authorization: Bearer TOKEN`` (to see the bridge send its headers)."""

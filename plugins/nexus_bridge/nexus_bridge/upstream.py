@@ -59,6 +59,7 @@ ResultT = TypeVar("ResultT", bound=types.Result)
 ContentT = TypeVar("ContentT", bound=types.ContentBlock)
 ItemT = TypeVar("ItemT")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # the MCP specification's rule for tool names
+MAX_DESCRIPTION = 4096  # characters of an upstream tool's description that clients see; a longer one is cut
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
 CLIENT_INFO = types.Implementation(name="nexus-bridge", version=version("nexus-stack-bridge"))
 
@@ -313,8 +314,11 @@ class Upstream:
         return prefixed(self.prefix, name)
 
     def _live_tool(self, tool: types.Tool) -> LiveTool:
+        update: dict[str, Any] = {"name": self._public(tool.name)}
+        if tool.description and len(tool.description) > MAX_DESCRIPTION:  # it would sit in every model's context
+            update["description"] = tool.description[: MAX_DESCRIPTION - 1] + "…"
         return LiveTool(
-            tool.model_copy(update={"name": self._public(tool.name)}),
+            tool.model_copy(update=update),
             functools.partial(self.call_tool, tool.name),
             "read" if self.reads(tool.name) else "write",
             self.refusal(tool.name),
