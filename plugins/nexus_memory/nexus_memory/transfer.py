@@ -14,6 +14,7 @@ import base64
 import binascii
 import io
 import json
+import math
 import os
 import sys
 import tempfile
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
-import numpy as np
 
 from nexus_memory.embed import EmbedderError
 from nexus_memory.images.files import EXTENSIONS, MAX_IMAGE_BYTES, ImageFiles
@@ -173,13 +173,15 @@ def _vector(n: int, obj: dict[str, Any], dimension: Any) -> list[float] | None:
     """A memory line's vector, checked against the header's dimension (it is stored as given); None without one."""
     if obj.get("embedding") is None or not isinstance(dimension, int):
         return None
-    try:
-        vector = np.asarray(obj["embedding"], dtype=np.float64)
-    except (TypeError, ValueError):
-        vector = np.empty(0)
-    if vector.shape != (dimension,) or not np.isfinite(vector).all():
+    given = obj["embedding"]
+    try:  # plain Python: numpy is loaded on the first store, not when the tools are listed
+        vector = [float(x) for x in given if not isinstance(x, (bool, str))] if isinstance(given, list) else []
+    except (TypeError, ValueError, OverflowError):
+        vector = []
+    finite = isinstance(given, list) and len(given) == len(vector) == dimension and all(map(math.isfinite, vector))
+    if not finite:
         raise ValueError(f"line {n}: embedding must be {dimension} finite numbers (the header's dimension)")
-    return [float(x) for x in vector]
+    return vector
 
 
 def _image(n: int, obj: dict[str, Any]) -> bytes | None:
