@@ -10,6 +10,7 @@ a file directly inside that folder: a symlinked entity pointing elsewhere
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -26,6 +27,39 @@ JOURNEY = "journey.yaml"
 _CACHE_SIZE = 64  # outlines kept, keyed by file identity; a 5 MB file's outline is a few KB
 
 NEW_FILE = 0o600  # a note Nexus creates is the user's alone (the library folder keeps its own mode)
+# Larger files are refused, not read: a 5 MB file already takes a second to parse, and a 200 MB one put in a
+# cloned library would hold gigabytes and the call for minutes.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO swapped in after the listing must not block
+
+
+class Unreadable(Exception):
+    """A library file that is not read: not a regular file, or over ``MAX_FILE_BYTES``; the text says which."""
+
+
+def open_file(path: str | Path) -> BinaryIO:
+    """``path`` open for reading, never blocking; Unreadable for a FIFO, a device or an oversized file."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise Unreadable(f"is {st.st_size / 2**20:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MB a file may have")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_file(path: str | Path) -> bytes | None:
+    """A library file's bytes, or None when it cannot be read (gone, unreadable): for scans over every file,
+    where one bad file must not hide the others."""
+    try:
+        with open_file(path) as f:
+            return f.read()
+    except (OSError, Unreadable):
+        return None
 
 
 @dataclass(frozen=True)
@@ -121,15 +155,21 @@ class Library:
                 stem = entry.name[:-3]
                 if not entry.name.endswith(".md") or entry.name.startswith(".") or stem == MANUAL_NAME:
                     continue
-                if entry.is_symlink():
-                    real = Path(os.path.realpath(entry.path))
-                    if real.parent != root or not self.paths.allows(real):
-                        continue  # a symlink out of the library is not one of its entities
-                elif self.paths.deny_patterns and not self.paths.allows(Path(entry.path)):
+                try:
+                    if self._listed(entry, root):
+                        found.append(stem)
+                except OSError:  # a symlink loop, a file gone: not an entity, and the others are still listed
                     continue
-                if entry.is_file():
-                    found.append(stem)
         return sorted(found)
+
+    def _listed(self, entry: os.DirEntry[str], root: Path) -> bool:
+        if entry.is_symlink():
+            real = Path(os.path.realpath(entry.path))
+            if real.parent != root or not self.paths.allows(real):
+                return False  # a symlink out of the library is not one of its entities
+        elif self.paths.deny_patterns and not self.paths.allows(Path(entry.path)):
+            return False
+        return entry.is_file()
 
     def exists(self, name: str) -> bool:
         return self.entity_path(name).is_file()
@@ -185,9 +225,11 @@ class Library:
 
     def _open(self, name: str, path: Path) -> BinaryIO:
         try:
-            return open(path, "rb")
+            return open_file(path)
         except FileNotFoundError:
             raise ToolError(f"'{name}' no longer exists in library '{self.name}'") from None
+        except Unreadable as exc:
+            raise ToolError(f"'{name}' in library '{self.name}' {exc}; it is not read") from None
 
     def _decode(self, name: str, data: bytes) -> str:
         try:

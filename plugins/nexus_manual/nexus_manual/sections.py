@@ -60,9 +60,17 @@ def outline(text: str, body_start: int = 0) -> list[Heading]:
 
 
 def _extents(found: list[tuple[str, int, int, int]], length: int) -> list[Heading]:
+    # Each section ends where the next heading of its level or higher starts: one pass with a stack of the
+    # sections still open, so 100k headings take milliseconds (looking ahead from each was quadratic).
+    ends = [length] * len(found)
+    open_: list[int] = []
+    for i, (_, level, start, _) in enumerate(found):
+        while open_ and found[open_[-1]][1] >= level:
+            ends[open_.pop()] = start
+        open_.append(i)
     headings = []
     for i, (text, level, start, body_start) in enumerate(found):
-        end = next((f[2] for f in found[i + 1 :] if f[1] <= level), length)
+        end = ends[i]
         own_end = found[i + 1][2] if i + 1 < len(found) and found[i + 1][2] < end else end
         headings.append(Heading(text, level, start, body_start, end, own_end, normalize_heading(text)))
     return headings

@@ -1,0 +1,84 @@
+"""Library files someone else put there (a cloned repository used as a library): each bad file fails alone,
+with its name, and costs bounded time and memory; every other entity is still served."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from nexus_manual import library, sections
+from tests.manual.conftest import entity, write
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_symlink_loop_hides_only_itself(manual, root) -> None:
+    work = root / "work"
+    write(work / "a.md", entity("a", "# A\n", relations=[("knows", "b")]))
+    write(work / "b.md", entity("b", "# B\n"))
+    os.symlink("loop.md", work / "loop.md")
+    os.symlink("l2.md", work / "l1.md")
+    os.symlink("l1.md", work / "l2.md")
+    async with manual() as tools:
+        listed = await tools.ok("list_entities", library_name="work")
+        found = await tools.ok("find_relations", library_name="work")
+        renamed = await tools.ok("rename_entity", library_name="work", old_name="b", new_name="c")
+    assert listed["entities"] == ["a", "b"]
+    assert found["relations"] == [{"from": "a", "to": "b", "type": "knows"}]
+    assert renamed["files_updated"] == ["a"] and not (work / "b.md").exists()
+
+
+async def test_an_oversized_entity_is_refused_by_name_and_the_others_are_served(manual, root, monkeypatch) -> None:
+    monkeypatch.setattr(library, "MAX_FILE_BYTES", 4096)
+    work = root / "work"
+    big = write(work / "big.md", entity("big", "# Big\n\n## Notes\n" + "lorem ipsum\n" * 400))
+    write(work / "small.md", entity("small", "# Small\n"))
+    before = big.read_bytes()
+    async with manual() as tools:
+        read = await tools.err("read_entities", library_name="work", entity_names=["big"])
+        toc = await tools.err("get_entities_toc", library_name="work", entity_names=["big"])
+        edit = await tools.err("add_entity_content", library_name="work", entity_name="big", new_content="x")
+        small = await tools.ok("read_entities", library_name="work", entity_names=["small"])
+        listed = await tools.ok("list_entities", library_name="work")
+    for error in (read, toc, edit):
+        assert "'big' in library 'work' is 0 MB, over the 0 MB a file may have" in error
+    assert "# Small" in small["entities"][0]["content"] and listed["entities"] == ["big", "small"]
+    assert big.read_bytes() == before
+
+
+async def test_front_matter_after_a_byte_order_mark_stays_one_front_matter(manual, root) -> None:
+    path = root / "work" / "bom.md"
+    path.write_bytes(
+        b"\xef\xbb\xbf---\nentity_type: person\nrelations:\n- type: knows\n  to: x\n---\n# Bom\n\n## Notes\n"
+    )
+    async with manual() as tools:
+        toc = await tools.ok(
+            "read_entities_sections", library_name="work", entity_names=["bom"], section_globs=["frontmatter"]
+        )
+        await tools.ok(
+            "add_entity_content", library_name="work", entity_name="bom", in_section="Notes", new_content="hi"
+        )
+        found = await tools.ok("find_relations", library_name="work")
+    text = path.read_text(encoding="utf-8")
+    assert "entity_type: person" in toc["entities"][0]["sections"][0]["content"]
+    assert (
+        text.count("---\n") == 2 and text.startswith("---\nentity_type: person\n") and text.endswith("## Notes\n\nhi\n")
+    )
+    assert found["relations"] == [{"from": "bom", "to": "x", "type": "knows"}]
+
+
+def test_many_headings_are_outlined_in_linear_time() -> None:
+    """100k headings in a file: their sections' extents in one pass (looking ahead from each took 15 s)."""
+    found = [(f"H{i}", 2 + i % 3, i * 10, i * 10 + 5) for i in range(60_000)]
+    started = time.perf_counter()
+    headings = sections._extents(found, 600_000)
+    assert time.perf_counter() - started < 1.5
+    assert (headings[0].own_end, headings[0].end, headings[1].end, headings[2].end, headings[-1].end) == (
+        10,
+        30,
+        30,
+        30,
+        600_000,
+    )
