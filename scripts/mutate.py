@@ -847,6 +847,22 @@ MUTATIONS: list[Mutation] = [
         "tests/graph/test_hostile_files.py::test_an_append_to_a_device_or_a_fifo_fails_clearly",
         "an append to a device or a FIFO fails with the file's name instead of being lost",
     ),
+    m(
+        "atomic-write-ignores-expect",
+        CORE + "fs/atomic.py",
+        "        if expect is not None and _identity_at(dir_fd, name) != expect:",
+        "        if False:",
+        "tests/manual/test_other_writers.py::test_an_editors_append_during_an_edit_is_kept",
+        "atomic_write with expect refuses to replace a file another program changed since it was read",
+    ),
+    m(
+        "manual-edit-not-made-again",
+        MANUAL + "library.py",
+        "            for _attempt in range(EDIT_ATTEMPTS):",
+        "            for _attempt in range(1):",
+        "tests/manual/test_other_writers.py::test_an_editors_append_during_an_edit_is_kept",
+        "an edit is made again on what another program wrote meanwhile",
+    ),
     # -- the example plugin ------------------------------------------------------------------------------
     m(
         "hello-greeting-ignored",

@@ -18,14 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write, locked
+from nexus_core import ChangedMeanwhile, PathPolicy, PermissionDenied, ToolError, atomic_write, locked
 from nexus_manual import frontmatter
+from nexus_manual.models import Changed
 from nexus_manual.names import MANUAL_NAME, check_entity_name
-from nexus_manual.sections import Heading, outline
+from nexus_manual.sections import Heading, Splice, edit, outline
 
 JOURNEY = "journey.yaml"
 _CACHE_SIZE = 64  # outlines kept, keyed by file identity; a 5 MB file's outline is a few KB
 
+EDIT_ATTEMPTS = 3  # an edit is made again on what another program wrote meanwhile, this many times at most
 NEW_FILE = 0o600  # a note Nexus creates is the user's alone (the library folder keeps its own mode)
 # Larger files are refused, not read: a 5 MB file already takes a second to parse, and a 200 MB one put in a
 # cloned library would hold gigabytes and the call for minutes.
@@ -71,6 +73,7 @@ class Doc:
     text: str
     parts: frontmatter.Split
     headings: list[Heading]
+    stamp: tuple[int, int, int] | None = None  # (inode, mtime, size) as read: a write of an edit expects it
 
     @property
     def where(self) -> str:
@@ -199,7 +202,7 @@ class Library:
             key = _identity(f)
             text = self._decode(name, f.read())
         cached = self._cached(path, key) or self._remember(path, key, text)
-        return Doc(name, path, text, frontmatter.split(text), cached.headings)
+        return Doc(name, path, text, frontmatter.split(text), cached.headings, key)
 
     def peek(
         self, name: str, path: Path, pick: Callable[[list[Heading]], list[Heading]], *, front: bool = False
@@ -268,8 +271,36 @@ class Library:
 
     # -- writing --------------------------------------------------------------------
 
-    def write(self, path: Path, text: str) -> None:
-        atomic_write(path, text, new_mode=NEW_FILE)
+    def write(self, path: Path, text: str, expect: tuple[int, int, int] | None = None) -> None:
+        """Replace the file; with ``expect`` (``Doc.stamp``), ChangedMeanwhile if another program changed it."""
+        atomic_write(path, text, new_mode=NEW_FILE, expect=expect)
+
+    def edit(self, name: str, make: Callable[[Any], tuple[Splice, str]], *, manual: bool = False) -> Changed:
+        """Read an entity (or, with ``manual``, the manual: None when it has none yet), apply the edit ``make``
+        returns (with the result's message) and write it back, under the library's lock.
+
+        A program that does not take the lock (an editor, ``echo >>``) may write the file meanwhile: the write
+        then fails with ChangedMeanwhile instead of dropping that change, and the edit is made again on what
+        was written; an exact text no longer there fails then, as it would have had it been read first.
+        """
+        with self.lock:
+            for _attempt in range(EDIT_ATTEMPTS):
+                path = self.manual_path(write=True) if manual else self.require([name])[0]
+                doc = (self.load(name, path) if path.is_file() else None) if manual else self.load(name, path)
+                splice, message = make(doc)
+                text = edit(doc.text, doc.headings, doc.parts.body_start, splice) if doc else splice.apply("")
+                text = frontmatter.touch(text, add_if_missing=not manual)
+                if not manual:
+                    path = self.entity_path(name, write=True)
+                try:
+                    self.write(path, text, expect=doc.stamp if doc else None)
+                except ChangedMeanwhile:
+                    continue
+                return Changed(library=self.name, changed=[name], message=message)
+        raise ToolError(
+            f"'{name}' in library '{self.name}' kept changing while being edited (another program is writing it); "
+            "nothing changed, try again"
+        )
 
     def write_many(self, items: list[tuple[Path, str]]) -> None:
         """Write several files, each atomically, in parallel.
