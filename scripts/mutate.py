@@ -863,6 +863,14 @@ MUTATIONS: list[Mutation] = [
         "tests/manual/test_other_writers.py::test_an_editors_append_during_an_edit_is_kept",
         "an edit is made again on what another program wrote meanwhile",
     ),
+    m(
+        "manual-write-error-unnamed",
+        MANUAL + "library.py",
+        "        except OSError as exc:\n            raise ToolError(\n                f\"could not write '{path.name}'",
+        "        except ZeroDivisionError as exc:\n            raise ToolError(\n                f\"could not write '{path.name}'",
+        "tests/manual/test_other_writers.py::test_a_write_the_disk_refuses_names_the_file_and_leaves_it_whole",
+        "a write the disk refuses names the file and leaves it whole",
+    ),
     # -- the example plugin ------------------------------------------------------------------------------
     m(
         "hello-greeting-ignored",

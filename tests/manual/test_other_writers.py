@@ -71,3 +71,23 @@ async def test_a_file_that_keeps_changing_fails_the_edit_and_the_manual_too(manu
     assert "'busy' in library 'work' kept changing while being edited" in error
     assert "mine" not in path.read_text(encoding="utf-8")
     assert manual_file.read_text(encoding="utf-8").endswith("- one\n- two\n- three\n")
+
+
+async def test_a_write_the_disk_refuses_names_the_file_and_leaves_it_whole(manual, root) -> None:
+    """As a full disk would: the temp file cannot grow past a size limit (RLIMIT_FSIZE) smaller than the new text."""
+    import resource
+    import signal
+
+    path = write(root / "work" / "big.md", entity("big", "# Big\n\n" + "lorem ipsum\n" * 6000))
+    before = path.read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    async with manual() as tools:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) - 1, hard))
+        try:
+            error = await tools.err("add_entity_content", library_name="work", entity_name="big", new_content="more")
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, previous)
+    assert error.endswith("could not write 'big.md' in library 'work': File too large; it is unchanged")
+    assert path.read_bytes() == before and [p.name for p in path.parent.iterdir()] == ["big.md"]

@@ -198,7 +198,7 @@ def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> Non
                 os.fsync(fd)
         except OSError as exc:
             os.ftruncate(fd, size)  # nothing half-written stays behind
-            raise GraphError(f"could not append to {path.name}: {exc}; nothing was written") from exc
+            raise GraphError(f"could not append to {path.parent.name}/{path.name}: {exc}; nothing was written") from exc
     finally:
         os.close(fd)
 

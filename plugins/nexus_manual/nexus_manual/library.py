@@ -272,8 +272,16 @@ class Library:
     # -- writing --------------------------------------------------------------------
 
     def write(self, path: Path, text: str, expect: tuple[int, int, int] | None = None) -> None:
-        """Replace the file; with ``expect`` (``Doc.stamp``), ChangedMeanwhile if another program changed it."""
-        atomic_write(path, text, new_mode=NEW_FILE, expect=expect)
+        """Replace the file; with ``expect`` (``Doc.stamp``), ChangedMeanwhile if another program changed it.
+
+        A write that fails (a full disk, a read-only folder) leaves the old file whole and says which file.
+        """
+        try:
+            atomic_write(path, text, new_mode=NEW_FILE, expect=expect)
+        except OSError as exc:
+            raise ToolError(
+                f"could not write '{path.name}' in library '{self.name}': {exc.strerror or exc}; it is unchanged"
+            ) from None
 
     def edit(self, name: str, make: Callable[[Any], tuple[Splice, str]], *, manual: bool = False) -> Changed:
         """Read an entity (or, with ``manual``, the manual: None when it has none yet), apply the edit ``make``
@@ -311,12 +319,12 @@ class Library:
         """
         if len(items) < 4:
             for path, text in items:
-                atomic_write(path, text, new_mode=NEW_FILE)
+                self.write(path, text)
             return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="manual-write") as pool:
-            for future in [pool.submit(atomic_write, path, text, new_mode=NEW_FILE) for path, text in items]:
+            for future in [pool.submit(self.write, path, text) for path, text in items]:
                 future.result()  # the first failure is raised once every write has finished
 
     def remove(self, path: Path) -> None:
