@@ -866,10 +866,18 @@ MUTATIONS: list[Mutation] = [
     m(
         "manual-write-error-unnamed",
         MANUAL + "library.py",
-        "        except OSError as exc:\n            raise ToolError(\n                f\"could not write '{path.name}'",
-        "        except ZeroDivisionError as exc:\n            raise ToolError(\n                f\"could not write '{path.name}'",
+        "expect=expect)\n        except OSError as exc:\n            raise ToolError(\n",
+        "expect=expect)\n        except ZeroDivisionError as exc:\n            raise ToolError(\n",
         "tests/manual/test_other_writers.py::test_a_write_the_disk_refuses_names_the_file_and_leaves_it_whole",
         "a write the disk refuses names the file and leaves it whole",
+    ),
+    m(
+        "manual-crlf-edited-as-is",
+        MANUAL + "library.py",
+        "                crlf = doc is not None and _crlf(doc.text)",
+        "                crlf = False",
+        "tests/manual/test_hostile_files.py::test_a_crlf_file_is_edited_with_lf_text_and_keeps_crlf_line_breaks",
+        "a CRLF file is edited with LF text and keeps CRLF line breaks throughout",
     ),
     # -- the example plugin ------------------------------------------------------------------------------
     m(

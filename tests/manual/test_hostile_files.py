@@ -82,3 +82,28 @@ def test_many_headings_are_outlined_in_linear_time() -> None:
         30,
         600_000,
     )
+
+
+async def test_a_crlf_file_is_edited_with_lf_text_and_keeps_crlf_line_breaks(manual, root) -> None:
+    path = root / "work" / "win.md"
+    path.write_bytes(
+        b"---\r\nentity_type: note\r\n---\r\n# Win\r\n\r\n## Notes\r\nline one\r\nline two\r\n\r\n## End\r\n"
+    )
+    async with manual() as tools:
+        await tools.ok(
+            "replace_entity_content",
+            library_name="work",
+            entity_name="win",
+            old_content="one\nline",
+            new_content="1\nL",
+        )
+        await tools.ok(
+            "add_entity_content", library_name="work", entity_name="win", in_section="Notes", new_content="- a\n- b"
+        )
+        copied = (await tools.ok("read_entities", library_name="work", entity_names=["win"]))["entities"][0]
+        await tools.ok("delete_entity_content", library_name="work", entity_name="win", content_to_delete="- a\r\n")
+    data = path.read_bytes()
+    assert "- a\r\n- b" in copied["content"]
+    assert data.count(b"\n") == data.count(b"\r\n") and b"\r\r" not in data
+    assert data.endswith(b"## Notes\r\nline 1\r\nL two\r\n\r\n- b\r\n\r\n## End\r\n")
+    assert data.startswith(b"---\r\nentity_type: note\r\ndate modified: ")

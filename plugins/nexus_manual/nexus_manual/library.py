@@ -14,7 +14,7 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -93,6 +93,12 @@ class Outline:
 def _identity(f: BinaryIO) -> tuple[int, int, int]:
     st = os.fstat(f.fileno())
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _crlf(text: str) -> bool:
+    """Whether a file's line breaks are CRLF, as its first one is."""
+    first = text.find("\n")
+    return first > 0 and text[first - 1] == "\r"
 
 
 def _byte_offsets(text: str, points: set[int]) -> dict[int, int]:
@@ -295,9 +301,14 @@ class Library:
             for _attempt in range(EDIT_ATTEMPTS):
                 path = self.manual_path(write=True) if manual else self.require([name])[0]
                 doc = (self.load(name, path) if path.is_file() else None) if manual else self.load(name, path)
+                crlf = doc is not None and _crlf(doc.text)
+                if crlf:  # edited as LF, written back as CRLF: no file ends up with mixed line breaks
+                    doc = replace(self.parse(name, path, doc.text.replace("\r\n", "\n")), stamp=doc.stamp)
                 splice, message = make(doc)
                 text = edit(doc.text, doc.headings, doc.parts.body_start, splice) if doc else splice.apply("")
                 text = frontmatter.touch(text, add_if_missing=not manual)
+                if crlf:
+                    text = text.replace("\r\n", "\n").replace("\n", "\r\n")
                 if not manual:
                     path = self.entity_path(name, write=True)
                 try:

@@ -142,7 +142,14 @@ class Splice:
         return text[: self.start] + self.new + text[self.end :]
 
 
+def line_breaks_as_in(text: str, given: str) -> str:
+    """``given`` with CRLF line breaks as LF when ``text`` has none (a CRLF file is edited as LF, see
+    ``Library.edit``): text copied from a read tool still matches."""
+    return given if "\r" in text else given.replace("\r\n", "\n")
+
+
 def replace_exact(text: str, old: str, new: str, start: int, end: int, where: str) -> Splice:
+    old = line_breaks_as_in(text, old)
     pos = locate_once(text, old, start, end, where)
     return Splice(pos, pos + len(old), new)
 
@@ -153,6 +160,7 @@ def insert_after(text: str, context: str, content: str, start: int, end: int, wh
     When the context ends a line, the content goes on the next line(s) instead
     of being glued to it.
     """
+    context = line_breaks_as_in(text, context)
     pos = locate_once(text, context, start, end, where) + len(context)
     if (pos == len(text) or text[pos] == "\n") and not context.endswith("\n") and not content.startswith("\n"):
         content = "\n" + content.rstrip("\n")
