@@ -879,6 +879,14 @@ MUTATIONS: list[Mutation] = [
         "tests/manual/test_hostile_files.py::test_a_crlf_file_is_edited_with_lf_text_and_keeps_crlf_line_breaks",
         "a CRLF file is edited with LF text and keeps CRLF line breaks throughout",
     ),
+    m(
+        "manual-journey-parse-error-fails-the-rename",
+        MANUAL + "library.py",
+        "except (OSError, Unreadable, UnicodeDecodeError, yaml.YAMLError) as exc:",
+        "except (OSError, Unreadable) as exc:",
+        "tests/manual/test_hostile_files.py::test_a_journey_yaml_that_cannot_be_read_does_not_fail_a_done_rename",
+        "a journey.yaml that cannot be read does not fail a rename that was done; the record is appended",
+    ),
     # -- the example plugin ------------------------------------------------------------------------------
     m(
         "hello-greeting-ignored",

@@ -107,3 +107,19 @@ async def test_a_crlf_file_is_edited_with_lf_text_and_keeps_crlf_line_breaks(man
     assert data.count(b"\n") == data.count(b"\r\n") and b"\r\r" not in data
     assert data.endswith(b"## Notes\r\nline 1\r\nL two\r\n\r\n- b\r\n\r\n## End\r\n")
     assert data.startswith(b"---\r\nentity_type: note\r\ndate modified: ")
+
+
+@pytest.mark.parametrize(
+    "journey",
+    [b'- !!python/object/apply:os.system ["touch pwned"]\n', b"- at: [unclosed\n", b"\xff\xfe\n"],
+    ids=["tag", "broken", "not-utf8"],
+)
+async def test_a_journey_yaml_that_cannot_be_read_does_not_fail_a_done_rename(manual, root, journey) -> None:
+    work = root / "work"
+    write(work / "a.md", entity("a", "# A\n"))
+    (work / "journey.yaml").write_bytes(journey)
+    async with manual() as tools:
+        renamed = await tools.ok("rename_entity", library_name="work", old_name="a", new_name="b")
+    text = (work / "journey.yaml").read_bytes()
+    assert renamed["new_name"] == "b" and (work / "b.md").is_file() and not (work / "pwned").exists()
+    assert text.startswith(journey) and text.endswith(b"  action: rename\n  from: a\n  to: b\n  files_updated: 0\n")

@@ -9,6 +9,7 @@ a file directly inside that folder: a symlinked entity pointing elsewhere
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import threading
@@ -25,6 +26,7 @@ from nexus_manual.names import MANUAL_NAME, check_entity_name
 from nexus_manual.sections import Heading, Splice, edit, outline
 
 JOURNEY = "journey.yaml"
+_log = logging.getLogger("nexus.manual")
 _CACHE_SIZE = 64  # outlines kept, keyed by file identity; a 5 MB file's outline is a few KB
 
 EDIT_ATTEMPTS = 3  # an edit is made again on what another program wrote meanwhile, this many times at most
@@ -342,19 +344,46 @@ class Library:
         path.unlink()
 
     def log_journey(self, entry: dict[str, Any]) -> None:
-        """Append one record to journey.yaml in the library (read, append, atomic rewrite)."""
-        path = self._inside(JOURNEY, write=True)
-        records: list[Any] = []
-        if path.is_file():
-            import yaml
+        """Append one record to journey.yaml in the library (read, append, atomic rewrite).
 
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-            records = loaded if isinstance(loaded, list) else ([] if loaded is None else [loaded])
-        records.append({"at": frontmatter.now(), **entry})
+        Called once the rename or merge is done, so it must not fail the call: a journey.yaml that cannot be
+        read as a YAML list (broken, a tag that builds objects, not UTF-8, too large) is not rewritten; the
+        record is appended to its end as a list item.
+        """
         import yaml
 
+        path = self._inside(JOURNEY, write=True)
+        record = {"at": frontmatter.now(), **entry}
+        records: list[Any] = []
+        if path.exists():
+            try:
+                with open_file(path) as f:
+                    loaded = yaml.load(f.read().decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except (OSError, Unreadable, UnicodeDecodeError, yaml.YAMLError) as exc:
+                _log.warning("library '%s': %s is not read (%s); the record is appended to it", self.name, path, exc)
+                item = yaml.safe_dump([record], sort_keys=False, allow_unicode=True, default_flow_style=False)
+                _append(path, "\n" + item)
+                return
+            records = loaded if isinstance(loaded, list) else ([] if loaded is None else [loaded])
+        records.append(record)
         text = yaml.safe_dump(records, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        atomic_write(path, text, new_mode=NEW_FILE)
+        self.write(path, text)
+
+
+def _append(path: Path, text: str) -> None:
+    """Append to a regular file, never blocking on a FIFO; what cannot be appended is logged, not raised."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        _log.warning("cannot append to %s: %s", path, exc.strerror)
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.write(fd, text.encode("utf-8"))
+    except OSError as exc:
+        _log.warning("cannot append to %s: %s", path, exc.strerror)
+    finally:
+        os.close(fd)
 
 
 class Libraries:
