@@ -887,6 +887,14 @@ MUTATIONS: list[Mutation] = [
         "tests/manual/test_hostile_files.py::test_a_journey_yaml_that_cannot_be_read_does_not_fail_a_done_rename",
         "a journey.yaml that cannot be read does not fail a rename that was done; the record is appended",
     ),
+    m(
+        "manual-relation-edit-overwrites-an-editor",
+        MANUAL + "library.py",
+        "            self.write(self.entity_path(doc.name, write=True), text, expect=doc.stamp)",
+        "            self.write(self.entity_path(doc.name, write=True), text)",
+        "tests/manual/test_other_writers.py::test_a_relation_edit_fails_when_an_editor_changed_the_file_and_keeps_crlf",
+        "a relation edit never overwrites a change another program made since the file was read",
+    ),
     # -- the example plugin ------------------------------------------------------------------------------
     m(
         "hello-greeting-ignored",

@@ -91,3 +91,21 @@ async def test_a_write_the_disk_refuses_names_the_file_and_leaves_it_whole(manua
             signal.signal(signal.SIGXFSZ, previous)
     assert error.endswith("could not write 'big.md' in library 'work': File too large; it is unchanged")
     assert path.read_bytes() == before and [p.name for p in path.parent.iterdir()] == ["big.md"]
+
+
+async def test_a_relation_edit_fails_when_an_editor_changed_the_file_and_keeps_crlf(manual, root, monkeypatch) -> None:
+    work = root / "work"
+    write(work / "b.md", entity("b", "# B\n"))
+    edited = write(work / "edited.md", entity("edited", "# Edited\n"))
+    crlf = work / "win.md"
+    crlf.write_bytes(b"---\r\nentity_type: note\r\n---\r\n# Win\r\n")
+    editor_between_read_and_write(monkeypatch, edited, lambda text: text + "typed meanwhile\n")
+    async with manual() as tools:
+        error = await tools.err(
+            "create_relations", library_name="work", relations=[{"from": "edited", "to": "b", "type": "t"}]
+        )
+        await tools.ok("create_relations", library_name="work", relations=[{"from": "win", "to": "b", "type": "t"}])
+    assert "'edited' in library 'work' was changed by another program while being edited" in error
+    assert edited.read_text(encoding="utf-8").endswith("typed meanwhile\n")
+    data = crlf.read_bytes()
+    assert b"- type: t\r\n  to: b\r\n" in data and data.count(b"\n") == data.count(b"\r\n")

@@ -291,6 +291,19 @@ class Library:
                 f"could not write '{path.name}' in library '{self.name}': {exc.strerror or exc}; it is unchanged"
             ) from None
 
+    def rewrite(self, doc: Doc, text: str) -> None:
+        """Write ``text`` over the entity ``doc`` was read from, in its line breaks; a ToolError, writing nothing,
+        when another program changed the file since it was read."""
+        if _crlf(doc.text):
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        try:
+            self.write(self.entity_path(doc.name, write=True), text, expect=doc.stamp)
+        except ChangedMeanwhile:
+            raise ToolError(
+                f"'{doc.name}' in library '{self.name}' was changed by another program while being edited; "
+                "it was not written (read it again and retry)"
+            ) from None
+
     def edit(self, name: str, make: Callable[[Any], tuple[Splice, str]], *, manual: bool = False) -> Changed:
         """Read an entity (or, with ``manual``, the manual: None when it has none yet), apply the edit ``make``
         returns (with the result's message) and write it back, under the library's lock.
