@@ -25,6 +25,7 @@ _EXPORTS = {
     "write_at": "nexus_core.fs.atomic",
     "private_folder": "nexus_core.fs.modes",
     "make_private": "nexus_core.fs.modes",
+    "ChangedMeanwhile": "nexus_core.errors",
     "ConfigError": "nexus_core.errors",
     "NexusError": "nexus_core.errors",
     "PermissionDenied": "nexus_core.access.denied",
@@ -65,6 +66,7 @@ __all__ = [
     "MAX_MESSAGE",
     "Blocking",
     "Category",
+    "ChangedMeanwhile",
     "ConfigError",
     "EnvRef",
     "LivePrompt",
@@ -121,7 +123,7 @@ if TYPE_CHECKING:
     from nexus_core.access.grants import Category
     from nexus_core.builtin.tool_files import ToolContext
     from nexus_core.config.model import EnvRef, load_config, prefixed
-    from nexus_core.errors import ConfigError, NexusError, PluginError
+    from nexus_core.errors import ChangedMeanwhile, ConfigError, NexusError, PluginError
     from nexus_core.fs.atomic import atomic_write, write_at
     from nexus_core.fs.locks import flock_within, lock_path, locked
     from nexus_core.fs.modes import make_private, private_folder

@@ -32,3 +32,8 @@ class PluginError(NexusError):
     def __init__(self, plugin: str, reason: str) -> None:
         self.plugin, self.reason = plugin, reason
         super().__init__(f"plugin '{plugin}': {reason}")
+
+
+class ChangedMeanwhile(NexusError):
+    """A file changed between being read and being replaced (``atomic_write``'s ``expect``): nothing was written,
+    so another program's change is not lost; read the file again and redo the edit."""

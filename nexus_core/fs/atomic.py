@@ -10,28 +10,45 @@ import stat
 import time
 from pathlib import Path
 
+from nexus_core.errors import ChangedMeanwhile
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _TMPFILE = getattr(os, "O_TMPFILE", 0)  # Linux only
 STALE_AFTER = 60.0  # seconds: a temp file this old belongs to a write that was killed, not to one under way
 
 
-def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, new_mode: int | None = None) -> None:
+def atomic_write(
+    path: Path,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    new_mode: int | None = None,
+    expect: tuple[int, int, int] | None = None,
+) -> None:
     """Replace ``path`` with ``data`` (str is written as UTF-8) through a temp file in the same folder.
 
     The temp file (``.<name>.XXXX.tmp``) is fsynced, then renamed over ``path`` with
     one ``os.replace``, so a crash at any point leaves the old file or the new one.
     An existing file keeps its permission bits; a new one gets ``new_mode`` (Nexus's own files: 0o600, see
-    ``fs.modes``), else 0o666 minus the umask, as a file the user asked for.
+    ``fs.modes``), else 0o666 minus the umask, as a file the user asked for. With ``expect`` (the
+    ``(st_ino, st_mtime_ns, st_size)`` of the file as it was read), ``ChangedMeanwhile`` is raised instead of
+    replacing a file another program changed since: a read-modify-write never drops an editor's change.
     """
     folder = os.open(path.parent, _DIR_FLAGS)
     try:
-        write_at(folder, path.name, data, mode=mode, new_mode=new_mode)
+        write_at(folder, path.name, data, mode=mode, new_mode=new_mode, expect=expect)
     finally:
         os.close(folder)
 
 
 def write_at(
-    dir_fd: int, name: str, data: bytes | str, *, mode: int | None = None, new_mode: int | None = None
+    dir_fd: int,
+    name: str,
+    data: bytes | str,
+    *,
+    mode: int | None = None,
+    new_mode: int | None = None,
+    expect: tuple[int, int, int] | None = None,
 ) -> bool:
     """``atomic_write`` of the entry ``name`` in the folder open as ``dir_fd``; True when it was created.
 
@@ -69,6 +86,8 @@ def write_at(
                 # linkat through /proc gives the finished file a name (AT_EMPTY_PATH would need privileges)
                 os.link(f"/proc/self/fd/{f.fileno()}", tmp, dst_dir_fd=dir_fd, follow_symlinks=True)
                 named = True
+        if expect is not None and _identity_at(dir_fd, name) != expect:  # checked last: the window is microseconds
+            raise ChangedMeanwhile(f"'{name}' was changed by another program while it was being edited")
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         if named:
@@ -76,6 +95,14 @@ def write_at(
                 os.unlink(tmp, dir_fd=dir_fd)
         raise
     return old is None
+
+
+def _identity_at(dir_fd: int, name: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _unnamed(dir_fd: int) -> int | None:

@@ -244,8 +244,8 @@ class GraphStore:
                 if st.st_mtime_ns != state.mtime_ns:
                     return False
                 continue
-            state.size, state.mtime_ns = st.st_size, st.st_mtime_ns
             self._ingest(path, category, state)
+            state.size, state.mtime_ns = st.st_size, st.st_mtime_ns  # once read: a read that failed is tried again
         return True
 
     def _targets(self) -> list[tuple[str | None, Path]]:

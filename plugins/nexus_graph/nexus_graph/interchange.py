@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nexus_graph import storage
 from nexus_graph.graph import GraphIndex
 from nexus_graph.records import (
     MAX_DESC,
@@ -144,17 +145,19 @@ def _memory_entity(data: dict[str, Any], category: str | None, categories: tuple
     parsed.renamed[name] = ident
     parsed.ids.add(ident)
     notes = [str(o) for o in observations]
-    parsed.entities.append(
-        Entity(
-            id=ident,
-            category=category or _category_for(kind, categories),
-            type=kind.strip()[:50] or "entity",
-            name=name.strip(),
-            desc="; ".join(notes)[:MAX_DESC],
-            observations=notes,
-            created=now_iso(),
-        )
+    entity = Entity(
+        id=ident,
+        category=category or _category_for(kind, categories),
+        type=kind.strip()[:50] or "entity",
+        name=name.strip(),
+        desc="; ".join(notes)[:MAX_DESC],
+        observations=notes,
+        created=now_iso(),
     )
+    size = len(storage.dumps(entity.to_record()))
+    if size > storage.MAX_LINE_BYTES:  # the graph would skip the line it became
+        raise ValueError(f"entity {name!r} is {size} bytes with its observations, over {storage.MAX_LINE_BYTES}")
+    parsed.entities.append(entity)
 
 
 def _memory_relation(data: dict[str, Any], parsed: Parsed) -> None:

@@ -24,10 +24,11 @@ import fcntl
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nexus_core import NexusError, flock_within, lock_path, private_folder
 from nexus_graph.records import GraphError
@@ -37,6 +38,8 @@ RELATIONS_DIR = "relations"
 LOCK_FILE = ".lock"
 YEAR_RE = re.compile(r"^\d{4}\Z")
 MONTH_FILE_RE = re.compile(r"^(0[1-9]|1[0-2])\.jsonl\Z")
+# A longer line is skipped unread (a hand-made file); the plugin's own records are far shorter.
+MAX_LINE_BYTES = 1024 * 1024
 
 
 def entity_file(root: Path, category: str) -> Path:
@@ -161,16 +164,29 @@ class KeptLock:
         self.close()
 
 
+# O_NONBLOCK: a FIFO put where a graph file goes must fail the call, not hang it with the lock held.
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> None:
     """Append complete lines with one write. Call it under the exclusive lock.
 
     A file whose last line lacks its newline (a crashed writer) gets one first,
     so the damaged line stays a line of its own and the new ones stay intact.
     """
+    long = next((len(line) for line in lines if len(line) > MAX_LINE_BYTES), 0)
+    if long:
+        raise GraphError(f"a record of {long} bytes is over the {MAX_LINE_BYTES} a line may have; nothing was written")
     private_folder(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # the graph is the user's alone
     try:
-        size = os.fstat(fd).st_size
+        fd = os.open(path, _APPEND_FLAGS | os.O_CREAT, 0o600)  # the graph is the user's alone
+    except OSError as exc:  # ENXIO: a FIFO nobody reads; ENOSPC, EACCES, ...
+        raise GraphError(f"could not append to {path}: {exc.strerror}; nothing was written") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise GraphError(f"{path} is not a regular file; nothing was written")
+        size = st.st_size
         data = b"".join(lines)
         if size and _last_byte(path, size) != b"\n":
             data = b"\n" + data
@@ -182,7 +198,7 @@ def append_lines(path: Path, lines: list[bytes], *, durable: bool = True) -> Non
                 os.fsync(fd)
         except OSError as exc:
             os.ftruncate(fd, size)  # nothing half-written stays behind
-            raise GraphError(f"could not append to {path.name}: {exc}; nothing was written") from exc
+            raise GraphError(f"could not append to {path.parent.name}/{path.name}: {exc}; nothing was written") from exc
     finally:
         os.close(fd)
 
@@ -215,26 +231,55 @@ def read_new_lines(path: Path, state: FileState) -> tuple[list[Line], Line | Non
     """The complete lines after ``state.offset`` (parsed, or with the parse error), and a partial last line.
 
     ``state`` advances past the complete lines only, so a partial line is read
-    again, and parsed once its writer finishes it.
+    again, and parsed once its writer finishes it. A line over ``MAX_LINE_BYTES`` is
+    skipped unread, so a hand-made file costs bounded memory; a file that is not a regular
+    one (a FIFO, a device) is not read at all: it comes back as the partial line, with why.
     """
-    with path.open("rb") as f:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return [], Line(state.lines + 1, error=f"cannot be read: {exc.strerror}")
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return [], Line(state.lines + 1, error="not a regular file; not read")
         f.seek(state.offset)
-        chunk = f.read()
-    end = chunk.rfind(b"\n") + 1
-    lines: list[Line] = []
-    number = state.lines
-    for raw in chunk[:end].splitlines():
-        number += 1
-        if not raw.strip():
-            continue
-        try:
-            lines.append(Line(number, json.loads(raw)))
-        except (ValueError, UnicodeDecodeError) as exc:
-            lines.append(Line(number, error=f"not valid JSON ({exc})"))
-    state.offset += end
-    state.lines = number
-    partial = Line(number + 1, error="truncated: the last line has no newline") if chunk[end:].strip() else None
+        lines: list[Line] = []
+        partial = None
+        for raw in iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""):
+            size = len(raw) if raw.endswith(b"\n") else _rest_of_line(f, raw)
+            if size is None:  # no newline before the end: a writer still at it, or one that crashed
+                if raw.strip():
+                    partial = Line(state.lines + 1, error="truncated: the last line has no newline")
+                break
+            state.offset += size
+            state.lines += 1
+            if size > MAX_LINE_BYTES:
+                lines.append(Line(state.lines, error=f"line of {size} bytes, over the {MAX_LINE_BYTES} read; skipped"))
+            elif raw.strip():
+                lines.append(_parse(state.lines, raw))
     return lines, partial
+
+
+def _rest_of_line(f: BinaryIO, head: bytes) -> int | None:
+    """The length of a line that ``head`` began, read past in blocks; None when the file ends first."""
+    if len(head) <= MAX_LINE_BYTES:
+        return None
+    size = len(head)
+    while True:
+        block = f.readline(1 << 20)
+        size += len(block)
+        if not block.endswith(b"\n"):
+            if not block:
+                return None
+            continue
+        return size
+
+
+def _parse(number: int, raw: bytes) -> Line:
+    try:
+        return Line(number, json.loads(raw))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: [[[[... nested too deep
+        return Line(number, error=f"not valid JSON ({type(exc).__name__}: {exc})"[:300])
 
 
 def entity_files(root: Path) -> dict[str, Path]:

@@ -35,7 +35,6 @@ from nexus_manual.sections import (
     Heading,
     Splice,
     append_block,
-    edit,
     find_section,
     insert_after,
     matching_sections,
@@ -176,40 +175,39 @@ def _region(doc: Doc, in_section: str | None) -> tuple[int, int, str]:
     return h.body_start, h.end, f"section '{h.text}' of entity '{doc.name}'"
 
 
-def _save(lib: Library, doc: Doc, splice: Splice, message: str) -> Changed:
-    text = edit(doc.text, doc.headings, doc.parts.body_start, splice)
-    lib.write(lib.entity_path(doc.name, write=True), frontmatter.touch(text))
-    return Changed(library=lib.name, changed=[doc.name], message=message)
-
-
 def add_content(lib: Library, name: str, content: str, in_section: str | None, after: str | None) -> Changed:
     if not content.strip():
         raise ToolError("new_content is empty")
-    with lib.lock:
-        doc = lib.read(name)
+
+    def make(doc: Doc) -> tuple[Splice, str]:
         if after:
             start, end, where = _region(doc, in_section)
-            splice = insert_after(doc.text, after, content, start, end, where)
-            return _save(lib, doc, splice, f"inserted after the given text in {where}")
+            return insert_after(
+                doc.text, after, content, start, end, where
+            ), f"inserted after the given text in {where}"
         if in_section and in_section.strip():
             _region(doc, in_section)  # refuses 'frontmatter'
             h = find_section(doc.headings, in_section, f"entity '{name}'")
-            return _save(lib, doc, append_block(doc.text, h.own_end, content), f"appended to section '{h.text}'")
-        return _save(lib, doc, append_block(doc.text, len(doc.text), content), f"appended to entity '{name}'")
+            return append_block(doc.text, h.own_end, content), f"appended to section '{h.text}'"
+        return append_block(doc.text, len(doc.text), content), f"appended to entity '{name}'"
+
+    return lib.edit(name, make)
 
 
 def delete_content(lib: Library, name: str, content: str, in_section: str | None) -> Changed:
-    with lib.lock:
-        doc = lib.read(name)
+    def make(doc: Doc) -> tuple[Splice, str]:
         start, end, where = _region(doc, in_section)
-        return _save(lib, doc, replace_exact(doc.text, content, "", start, end, where), f"deleted text from {where}")
+        return replace_exact(doc.text, content, "", start, end, where), f"deleted text from {where}"
+
+    return lib.edit(name, make)
 
 
 def replace_content(lib: Library, name: str, old: str, new: str, in_section: str | None) -> Changed:
-    with lib.lock:
-        doc = lib.read(name)
+    def make(doc: Doc) -> tuple[Splice, str]:
         start, end, where = _region(doc, in_section)
-        return _save(lib, doc, replace_exact(doc.text, old, new, start, end, where), f"replaced text in {where}")
+        return replace_exact(doc.text, old, new, start, end, where), f"replaced text in {where}"
+
+    return lib.edit(name, make)
 
 
 def heading_line(wanted: str, default_level: int) -> str:
@@ -220,17 +218,17 @@ def heading_line(wanted: str, default_level: int) -> str:
 
 
 def replace_section(lib: Library, name: str, old_heading: str, new_heading: str, new_body: str) -> Changed:
-    with lib.lock:
-        doc = lib.read(name)
-        if normalize_heading(old_heading) == FRONTMATTER:
-            raise ToolError("the front matter is not a section to replace; use the relation tools")
+    if normalize_heading(old_heading) == FRONTMATTER:
+        raise ToolError("the front matter is not a section to replace; use the relation tools")
+
+    def make(doc: Doc) -> tuple[Splice, str]:
         h = find_section(doc.headings, old_heading, f"entity '{name}'")
         line = heading_line(new_heading, h.level) if new_heading.strip() else doc.text[h.start : h.body_start]
         block = line + ("\n" + new_body.strip("\n") + "\n" if new_body.strip() else "")
         more = "\n" if h.end < len(doc.text) else ""  # a blank line before the next heading
-        return _save(
-            lib, doc, Splice(h.start, h.end, block + more), f"replaced section '{h.text}' (subsections included)"
-        )
+        return Splice(h.start, h.end, block + more), f"replaced section '{h.text}' (subsections included)"
+
+    return lib.edit(name, make)
 
 
 # -- renaming and merging ------------------------------------------------------------

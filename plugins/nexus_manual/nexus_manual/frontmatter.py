@@ -41,7 +41,9 @@ class Split:
 
 def split(text: str) -> Split:
     first_nl = text.find("\n")
-    if first_nl < 0 or text[:first_nl].rstrip("\r \t") != "---":
+    # A byte-order mark (some Windows editors write one) is not content: the fence after it still opens the
+    # front matter, else an edit would add a second front matter above it. Rewrites leave the mark out.
+    if first_nl < 0 or text[:first_nl].lstrip("\ufeff").rstrip("\r \t") != "---":
         return Split(None, 0, text)
     close = _CLOSE.search(text, first_nl + 1)
     if close is None:

@@ -48,7 +48,7 @@ def create_relations(lib: Library, edges: list[Edge]) -> RelationsChanged:
                 text = set_relations(
                     doc.text, f"'{name}'", lambda rels, n=new: rels + [{"type": t, "to": to} for _, to, t in n]
                 )
-                lib.write(lib.entity_path(name, write=True), text)
+                lib.rewrite(doc, text)
                 added += [_edge(e) for e in new]
     return RelationsChanged(library=lib.name, changed=added, unchanged=present)
 
@@ -72,7 +72,7 @@ def delete_relations(lib: Library, edges: list[Edge]) -> RelationsChanged:
             text = set_relations(
                 docs[name].text, f"'{name}'", lambda rels, w=wanted: [r for r in rels if not any(_is(r, e) for e in w)]
             )
-            lib.write(lib.entity_path(name, write=True), text)
+            lib.rewrite(docs[name], text)
     return RelationsChanged(library=lib.name, changed=list(edges))
 
 
@@ -101,7 +101,7 @@ def garbage_collect(lib: Library, remove: bool) -> GarbageResult:
                         if not (isinstance(r, dict) and isinstance(r.get("to"), str)) or r["to"] in names
                     ],
                 )
-                lib.write(lib.entity_path(name, write=True), text)
+                lib.rewrite(doc, text)
     return GarbageResult(library=lib.name, dangling=dangling, removed=remove and bool(dangling))
 
 

@@ -9,23 +9,61 @@ a file directly inside that folder: a symlinked entity pointing elsewhere
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nexus_core import PathPolicy, PermissionDenied, ToolError, atomic_write, locked
+from nexus_core import ChangedMeanwhile, PathPolicy, PermissionDenied, ToolError, atomic_write, locked
 from nexus_manual import frontmatter
+from nexus_manual.models import Changed
 from nexus_manual.names import MANUAL_NAME, check_entity_name
-from nexus_manual.sections import Heading, outline
+from nexus_manual.sections import Heading, Splice, edit, outline
 
 JOURNEY = "journey.yaml"
+_log = logging.getLogger("nexus.manual")
 _CACHE_SIZE = 64  # outlines kept, keyed by file identity; a 5 MB file's outline is a few KB
 
+EDIT_ATTEMPTS = 3  # an edit is made again on what another program wrote meanwhile, this many times at most
 NEW_FILE = 0o600  # a note Nexus creates is the user's alone (the library folder keeps its own mode)
+# Larger files are refused, not read: a 5 MB file already takes a second to parse, and a 200 MB one put in a
+# cloned library would hold gigabytes and the call for minutes.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO swapped in after the listing must not block
+
+
+class Unreadable(Exception):
+    """A library file that is not read: not a regular file, or over ``MAX_FILE_BYTES``; the text says which."""
+
+
+def open_file(path: str | Path) -> BinaryIO:
+    """``path`` open for reading, never blocking; Unreadable for a FIFO, a device or an oversized file."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("is not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise Unreadable(f"is {st.st_size / 2**20:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MB a file may have")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_file(path: str | Path) -> bytes | None:
+    """A library file's bytes, or None when it cannot be read (gone, unreadable): for scans over every file,
+    where one bad file must not hide the others."""
+    try:
+        with open_file(path) as f:
+            return f.read()
+    except (OSError, Unreadable):
+        return None
 
 
 @dataclass(frozen=True)
@@ -37,6 +75,7 @@ class Doc:
     text: str
     parts: frontmatter.Split
     headings: list[Heading]
+    stamp: tuple[int, int, int] | None = None  # (inode, mtime, size) as read: a write of an edit expects it
 
     @property
     def where(self) -> str:
@@ -56,6 +95,12 @@ class Outline:
 def _identity(f: BinaryIO) -> tuple[int, int, int]:
     st = os.fstat(f.fileno())
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _crlf(text: str) -> bool:
+    """Whether a file's line breaks are CRLF, as its first one is."""
+    first = text.find("\n")
+    return first > 0 and text[first - 1] == "\r"
 
 
 def _byte_offsets(text: str, points: set[int]) -> dict[int, int]:
@@ -121,15 +166,21 @@ class Library:
                 stem = entry.name[:-3]
                 if not entry.name.endswith(".md") or entry.name.startswith(".") or stem == MANUAL_NAME:
                     continue
-                if entry.is_symlink():
-                    real = Path(os.path.realpath(entry.path))
-                    if real.parent != root or not self.paths.allows(real):
-                        continue  # a symlink out of the library is not one of its entities
-                elif self.paths.deny_patterns and not self.paths.allows(Path(entry.path)):
+                try:
+                    if self._listed(entry, root):
+                        found.append(stem)
+                except OSError:  # a symlink loop, a file gone: not an entity, and the others are still listed
                     continue
-                if entry.is_file():
-                    found.append(stem)
         return sorted(found)
+
+    def _listed(self, entry: os.DirEntry[str], root: Path) -> bool:
+        if entry.is_symlink():
+            real = Path(os.path.realpath(entry.path))
+            if real.parent != root or not self.paths.allows(real):
+                return False  # a symlink out of the library is not one of its entities
+        elif self.paths.deny_patterns and not self.paths.allows(Path(entry.path)):
+            return False
+        return entry.is_file()
 
     def exists(self, name: str) -> bool:
         return self.entity_path(name).is_file()
@@ -159,7 +210,7 @@ class Library:
             key = _identity(f)
             text = self._decode(name, f.read())
         cached = self._cached(path, key) or self._remember(path, key, text)
-        return Doc(name, path, text, frontmatter.split(text), cached.headings)
+        return Doc(name, path, text, frontmatter.split(text), cached.headings, key)
 
     def peek(
         self, name: str, path: Path, pick: Callable[[list[Heading]], list[Heading]], *, front: bool = False
@@ -185,9 +236,11 @@ class Library:
 
     def _open(self, name: str, path: Path) -> BinaryIO:
         try:
-            return open(path, "rb")
+            return open_file(path)
         except FileNotFoundError:
             raise ToolError(f"'{name}' no longer exists in library '{self.name}'") from None
+        except Unreadable as exc:
+            raise ToolError(f"'{name}' in library '{self.name}' {exc}; it is not read") from None
 
     def _decode(self, name: str, data: bytes) -> str:
         try:
@@ -226,8 +279,62 @@ class Library:
 
     # -- writing --------------------------------------------------------------------
 
-    def write(self, path: Path, text: str) -> None:
-        atomic_write(path, text, new_mode=NEW_FILE)
+    def write(self, path: Path, text: str, expect: tuple[int, int, int] | None = None) -> None:
+        """Replace the file; with ``expect`` (``Doc.stamp``), ChangedMeanwhile if another program changed it.
+
+        A write that fails (a full disk, a read-only folder) leaves the old file whole and says which file.
+        """
+        try:
+            atomic_write(path, text, new_mode=NEW_FILE, expect=expect)
+        except OSError as exc:
+            raise ToolError(
+                f"could not write '{path.name}' in library '{self.name}': {exc.strerror or exc}; it is unchanged"
+            ) from None
+
+    def rewrite(self, doc: Doc, text: str) -> None:
+        """Write ``text`` over the entity ``doc`` was read from, in its line breaks; a ToolError, writing nothing,
+        when another program changed the file since it was read."""
+        if _crlf(doc.text):
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        try:
+            self.write(self.entity_path(doc.name, write=True), text, expect=doc.stamp)
+        except ChangedMeanwhile:
+            raise ToolError(
+                f"'{doc.name}' in library '{self.name}' was changed by another program while being edited; "
+                "it was not written (read it again and retry)"
+            ) from None
+
+    def edit(self, name: str, make: Callable[[Any], tuple[Splice, str]], *, manual: bool = False) -> Changed:
+        """Read an entity (or, with ``manual``, the manual: None when it has none yet), apply the edit ``make``
+        returns (with the result's message) and write it back, under the library's lock.
+
+        A program that does not take the lock (an editor, ``echo >>``) may write the file meanwhile: the write
+        then fails with ChangedMeanwhile instead of dropping that change, and the edit is made again on what
+        was written; an exact text no longer there fails then, as it would have had it been read first.
+        """
+        with self.lock:
+            for _attempt in range(EDIT_ATTEMPTS):
+                path = self.manual_path(write=True) if manual else self.require([name])[0]
+                doc = (self.load(name, path) if path.is_file() else None) if manual else self.load(name, path)
+                crlf = doc is not None and _crlf(doc.text)
+                if crlf:  # edited as LF, written back as CRLF: no file ends up with mixed line breaks
+                    doc = replace(self.parse(name, path, doc.text.replace("\r\n", "\n")), stamp=doc.stamp)
+                splice, message = make(doc)
+                text = edit(doc.text, doc.headings, doc.parts.body_start, splice) if doc else splice.apply("")
+                text = frontmatter.touch(text, add_if_missing=not manual)
+                if crlf:
+                    text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+                if not manual:
+                    path = self.entity_path(name, write=True)
+                try:
+                    self.write(path, text, expect=doc.stamp if doc else None)
+                except ChangedMeanwhile:
+                    continue
+                return Changed(library=self.name, changed=[name], message=message)
+        raise ToolError(
+            f"'{name}' in library '{self.name}' kept changing while being edited (another program is writing it); "
+            "nothing changed, try again"
+        )
 
     def write_many(self, items: list[tuple[Path, str]]) -> None:
         """Write several files, each atomically, in parallel.
@@ -238,31 +345,58 @@ class Library:
         """
         if len(items) < 4:
             for path, text in items:
-                atomic_write(path, text, new_mode=NEW_FILE)
+                self.write(path, text)
             return
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="manual-write") as pool:
-            for future in [pool.submit(atomic_write, path, text, new_mode=NEW_FILE) for path, text in items]:
+            for future in [pool.submit(self.write, path, text) for path, text in items]:
                 future.result()  # the first failure is raised once every write has finished
 
     def remove(self, path: Path) -> None:
         path.unlink()
 
     def log_journey(self, entry: dict[str, Any]) -> None:
-        """Append one record to journey.yaml in the library (read, append, atomic rewrite)."""
-        path = self._inside(JOURNEY, write=True)
-        records: list[Any] = []
-        if path.is_file():
-            import yaml
+        """Append one record to journey.yaml in the library (read, append, atomic rewrite).
 
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-            records = loaded if isinstance(loaded, list) else ([] if loaded is None else [loaded])
-        records.append({"at": frontmatter.now(), **entry})
+        Called once the rename or merge is done, so it must not fail the call: a journey.yaml that cannot be
+        read as a YAML list (broken, a tag that builds objects, not UTF-8, too large) is not rewritten; the
+        record is appended to its end as a list item.
+        """
         import yaml
 
+        path = self._inside(JOURNEY, write=True)
+        record = {"at": frontmatter.now(), **entry}
+        records: list[Any] = []
+        if path.exists():
+            try:
+                with open_file(path) as f:
+                    loaded = yaml.load(f.read().decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except (OSError, Unreadable, UnicodeDecodeError, yaml.YAMLError) as exc:
+                _log.warning("library '%s': %s is not read (%s); the record is appended to it", self.name, path, exc)
+                item = yaml.safe_dump([record], sort_keys=False, allow_unicode=True, default_flow_style=False)
+                _append(path, "\n" + item)
+                return
+            records = loaded if isinstance(loaded, list) else ([] if loaded is None else [loaded])
+        records.append(record)
         text = yaml.safe_dump(records, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        atomic_write(path, text, new_mode=NEW_FILE)
+        self.write(path, text)
+
+
+def _append(path: Path, text: str) -> None:
+    """Append to a regular file, never blocking on a FIFO; what cannot be appended is logged, not raised."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        _log.warning("cannot append to %s: %s", path, exc.strerror)
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.write(fd, text.encode("utf-8"))
+    except OSError as exc:
+        _log.warning("cannot append to %s: %s", path, exc.strerror)
+    finally:
+        os.close(fd)
 
 
 class Libraries:

@@ -9,12 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from nexus_core import ToolError
-from nexus_manual import frontmatter
 from nexus_manual.entities import heading_line
 from nexus_manual.library import Doc, Library
 from nexus_manual.models import Changed, ManualText, TocItem
 from nexus_manual.names import FRONTMATTER, MANUAL_NAME
-from nexus_manual.sections import Heading, Splice, append_block, edit, find_section, replace_exact, sections_named
+from nexus_manual.sections import Heading, Splice, append_block, find_section, replace_exact, sections_named
 
 
 def _doc(lib: Library, *, write: bool = False) -> tuple[Path, Doc | None]:
@@ -37,12 +36,6 @@ def read_manual(lib: Library) -> ManualText:
     return ManualText(library=lib.name, exists=True, content=doc.text, toc=toc)
 
 
-def _save(lib: Library, path: Path, doc: Doc | None, splice: Splice, message: str) -> Changed:
-    text = edit(doc.text, doc.headings, doc.parts.body_start, splice) if doc else splice.apply("")
-    lib.write(path, frontmatter.touch(text, add_if_missing=False))
-    return Changed(library=lib.name, changed=[MANUAL_NAME], message=message)
-
-
 def _within(doc: Doc, h: Heading, splice: Splice) -> tuple[Splice, bool]:
     """``splice`` (an edit inside section ``h``), or the removal of the whole section when it leaves the
     section's body (subsections included) only whitespace."""
@@ -51,42 +44,40 @@ def _within(doc: Doc, h: Heading, splice: Splice) -> tuple[Splice, bool]:
 
 
 def update_section(lib: Library, toc: str, old: str, new: str) -> Changed:
-    with lib.lock:
-        path, doc = _doc(lib, write=True)
-        doc = _require(lib, path, doc)
+    def make(doc: Doc | None) -> tuple[Splice, str]:
+        doc = _require(lib, lib.manual_path(), doc)
         h = find_section(doc.headings, toc, "the manual")
         splice = replace_exact(doc.text, old, new, h.body_start, h.end, f"section '{h.text}' of the manual")
         splice, dropped = _within(doc, h, splice)
-        return _save(
-            lib, path, doc, splice, f"section '{h.text}' " + ("is now empty and was removed" if dropped else "updated")
-        )
+        return splice, f"section '{h.text}' " + ("is now empty and was removed" if dropped else "updated")
+
+    return lib.edit(MANUAL_NAME, make, manual=True)
 
 
 def add_section(lib: Library, toc: str, new: str) -> Changed:
     if not new.strip():
         raise ToolError("new_content is empty")
-    with lib.lock:
-        path, doc = _doc(lib, write=True)
+
+    def make(doc: Doc | None) -> tuple[Splice, str]:
         text = doc.text if doc else ""
         headings = doc.headings if doc else []
         if not sections_named(headings, toc):
             block = heading_line(toc, 2) + "\n" + new.strip("\n")
-            return _save(lib, path, doc, append_block(text, len(text), block), f"created section '{toc.strip()}'")
+            return append_block(text, len(text), block), f"created section '{toc.strip()}'"
         h = find_section(headings, toc, "the manual")  # refuses an ambiguous heading rather than guess
-        return _save(lib, path, doc, append_block(text, h.own_end, new), f"appended to section '{h.text}'")
+        return append_block(text, h.own_end, new), f"appended to section '{h.text}'"
+
+    return lib.edit(MANUAL_NAME, make, manual=True)
 
 
 def delete_section(lib: Library, toc: str, deleting: str) -> Changed:
-    with lib.lock:
-        path, doc = _doc(lib, write=True)
-        doc = _require(lib, path, doc)
+    def make(doc: Doc | None) -> tuple[Splice, str]:
+        doc = _require(lib, lib.manual_path(), doc)
         h = find_section(doc.headings, toc, "the manual")
         splice = replace_exact(doc.text, deleting, "", h.body_start, h.end, f"section '{h.text}' of the manual")
         splice, dropped = _within(doc, h, splice)
-        return _save(
-            lib,
-            path,
-            doc,
-            splice,
-            f"deleted text from section '{h.text}'" + ("; it was empty, so it was removed" if dropped else ""),
+        return splice, f"deleted text from section '{h.text}'" + (
+            "; it was empty, so it was removed" if dropped else ""
         )
+
+    return lib.edit(MANUAL_NAME, make, manual=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from nexus_core import ToolError
 from nexus_manual import frontmatter
-from nexus_manual.library import Library
+from nexus_manual.library import Library, read_file
 from nexus_manual.names import MANUAL_NAME
 
 Edge = tuple[str, str, str]  # (from, to, type)
@@ -92,11 +92,9 @@ def redirect_library(lib: Library, mapping: dict[str, str], skip: Iterable[str] 
     for name, path in library_files(lib, root):
         if name in skipped:
             continue
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            continue
+        data = read_file(path)
+        if data is None:
+            continue  # gone, or not a file we read
         if not any(n in data for n in needles):
             continue  # the common case: this file never mentions an old name
         try:
@@ -119,11 +117,9 @@ def scan_edges(lib: Library, must_contain: str | None = None) -> list[Edge]:
     folder = str(lib.root())
     for name in lib.names():
         path = os.path.join(folder, f"{name}.md")
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except (FileNotFoundError, IsADirectoryError):
-            continue
+        data = read_file(path)
+        if data is None:
+            continue  # gone, or not a file we read: a bad file must not hide every other relation
         if needle is not None and needle not in data:
             continue
         text = data.decode("utf-8", errors="replace")

@@ -60,9 +60,17 @@ def outline(text: str, body_start: int = 0) -> list[Heading]:
 
 
 def _extents(found: list[tuple[str, int, int, int]], length: int) -> list[Heading]:
+    # Each section ends where the next heading of its level or higher starts: one pass with a stack of the
+    # sections still open, so 100k headings take milliseconds (looking ahead from each was quadratic).
+    ends = [length] * len(found)
+    open_: list[int] = []
+    for i, (_, level, start, _) in enumerate(found):
+        while open_ and found[open_[-1]][1] >= level:
+            ends[open_.pop()] = start
+        open_.append(i)
     headings = []
     for i, (text, level, start, body_start) in enumerate(found):
-        end = next((f[2] for f in found[i + 1 :] if f[1] <= level), length)
+        end = ends[i]
         own_end = found[i + 1][2] if i + 1 < len(found) and found[i + 1][2] < end else end
         headings.append(Heading(text, level, start, body_start, end, own_end, normalize_heading(text)))
     return headings
@@ -134,7 +142,14 @@ class Splice:
         return text[: self.start] + self.new + text[self.end :]
 
 
+def line_breaks_as_in(text: str, given: str) -> str:
+    """``given`` with CRLF line breaks as LF when ``text`` has none (a CRLF file is edited as LF, see
+    ``Library.edit``): text copied from a read tool still matches."""
+    return given if "\r" in text else given.replace("\r\n", "\n")
+
+
 def replace_exact(text: str, old: str, new: str, start: int, end: int, where: str) -> Splice:
+    old = line_breaks_as_in(text, old)
     pos = locate_once(text, old, start, end, where)
     return Splice(pos, pos + len(old), new)
 
@@ -145,6 +160,7 @@ def insert_after(text: str, context: str, content: str, start: int, end: int, wh
     When the context ends a line, the content goes on the next line(s) instead
     of being glued to it.
     """
+    context = line_breaks_as_in(text, context)
     pos = locate_once(text, context, start, end, where) + len(context)
     if (pos == len(text) or text[pos] == "\n") and not context.endswith("\n") and not content.startswith("\n"):
         content = "\n" + content.rstrip("\n")

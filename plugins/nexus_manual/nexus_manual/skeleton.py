@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from nexus_core import ToolError
 from nexus_manual import frontmatter
-from nexus_manual.library import Library
+from nexus_manual.library import Library, read_file
 from nexus_manual.names import normalize_heading
 from nexus_manual.sections import Heading, outline
 
@@ -72,11 +72,10 @@ def learned_sections(lib: Library, names: list[str], entity_type: str) -> list[s
     for name in names:
         if tally.samples >= MAX_SAMPLES:
             break
-        try:
-            with open(os.path.join(folder, f"{name}.md"), "rb") as f:
-                text = f.read().decode("utf-8", errors="replace")
-        except OSError:
+        data = read_file(os.path.join(folder, f"{name}.md"))
+        if data is None:
             continue
+        text = data.decode("utf-8", errors="replace")
         parts = frontmatter.split(text)
         if parts.raw is None or wanted not in parts.raw.casefold():
             continue  # cheap filter before parsing YAML
