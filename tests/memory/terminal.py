@@ -80,3 +80,14 @@ def _read(fd: int, started: float, drawn: list[Drawn]) -> None:
         drawn += [Drawn(when, text.replace("\x1b[K", "")) for text, when in pieces if text.strip()]
     if pending.strip():
         drawn.append(Drawn(pending_at, pending.replace("\x1b[K", "")))
+
+
+def drawn_at(text: str) -> float | None:
+    """The seconds since the bar began when it drew ``text``, by its own clock: its elapsed time (a final or a
+    stopped line), else its count over its rate (None while the rate is still 0). A test starved of the CPU reads
+    several redraws at once, late; the bar's own clock says when each was drawn."""
+    if final := re.search(r" (?:in|after) ([\d.]+) s\b", text):
+        return float(final[1])
+    live = LIVE.match(text)
+    rate = float(live["rate"]) if live else 0.0
+    return int(live["done"]) / rate if live and rate > 0 else None  # type: ignore[index]

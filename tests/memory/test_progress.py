@@ -8,7 +8,6 @@ import itertools
 import json
 import os
 import random
-import re
 import select
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from nexus_memory.apart import run_apart
 from nexus_memory.embed.mpnet_model import ModelMissing
 from nexus_memory.progress import Progress
 from tests.conftest import home_env, nexus_command
-from tests.memory.terminal import FINAL, GAP, LIVE, Drawn, on_a_terminal
+from tests.memory.terminal import FINAL, GAP, LIVE, Drawn, drawn_at, on_a_terminal
 
 MEMORIES, LINKS = 300, 4
 
@@ -48,23 +47,13 @@ def _moves_every_50_items_and_every_second(live: list[Drawn], final: Drawn, tota
     assert all(0 <= later - earlier <= 50 for earlier, later in itertools.pairwise(counts)), counts
     # When each line was drawn, by the bar's own clock (its count over its rate: the seconds since it began), not
     # when this test read it: a test starved of the CPU reads several redraws at once, late.
-    times = [_drawn_at(d.text) for d in [*live, final] if _drawn_at(d.text) is not None]
+    times = [drawn_at(d.text) for d in [*live, final] if drawn_at(d.text) is not None]
     assert max(later - earlier for earlier, later in itertools.pairwise(times)) <= GAP, [d.text for d in live]
     for d in live:
         drawn = LIVE.match(d.text)
         assert drawn and drawn["total"] == str(total) and drawn["unit"] == unit, d.text
     assert any(LIVE.match(d.text)["left"] != "?" for d in live)  # type: ignore[index]
     assert FINAL.match(final.text)["done"] == str(total), final.text  # type: ignore[index]
-
-
-def _drawn_at(text: str) -> float | None:
-    """The seconds since the bar began when it drew ``text``: its elapsed time (the final line), else its count
-    over its rate (None while the rate is still 0)."""
-    if final := re.search(r" in ([\d.]+) s \(", text):
-        return float(final[1])
-    live = LIVE.match(text)
-    rate = float(live["rate"]) if live else 0.0
-    return int(live["done"]) / rate if live and rate > 0 else None  # type: ignore[index]
 
 
 def test_import_export_and_reindex_show_their_progress_on_a_terminal(tmp_path: Path) -> None:
