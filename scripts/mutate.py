@@ -2748,6 +2748,14 @@ MUTATIONS: list[Mutation] = [
         "an upstream tool's description is cut at MAX_DESCRIPTION characters",
     ),
     m(
+        "bridge-huge-schemas-mounted",
+        "plugins/nexus_bridge/nexus_bridge/upstream.py",
+        '            elif kind == "tool" and (size := _schema_bytes(item)) > MAX_SCHEMA_BYTES:',
+        '            elif kind == "tool" and (size := _schema_bytes(item)) < 0:',
+        "tests/bridge/test_hostile.py::test_an_upstream_cannot_take_another_servers_names_or_invalid_ones",
+        "an upstream tool whose schemas are over MAX_SCHEMA_BYTES is not mounted",
+    ),
+    m(
         "memory-cli-export-file-follows-the-umask",
         MEMORY + "transfer.py",
         "            counts = write(out)\n            out.flush()\n",

@@ -13,13 +13,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ResourceLink, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 server = MCPServer("upstream", version="1.0")
 calls = {"count": 0, "ticks": 0}
@@ -235,6 +235,11 @@ if os.environ.get("UPSTREAM_SPOOF"):  # names that are not its to take: another 
     @server.tool(name="wordy", description="Says a lot. " * 100_000)
     def wordy() -> str:
         return "wordy"
+
+    @server.tool(name="bulky")
+    def bulky(choice: Annotated[str, Field(description="One of many. " * 10_000)]) -> str:
+        """A schema of 120 KB, which every client would carry in its model's context."""
+        return choice
 
 
 def require_token(app: Any, token: str) -> Any:

@@ -60,6 +60,9 @@ ContentT = TypeVar("ContentT", bound=types.ContentBlock)
 ItemT = TypeVar("ItemT")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")  # the MCP specification's rule for tool names
 MAX_DESCRIPTION = 4096  # characters of an upstream tool's description that clients see; a longer one is cut
+# An upstream tool whose input and output schemas are larger is not mounted: every client would carry them in its
+# model's context on every turn (the largest schemas of common servers are a few KB).
+MAX_SCHEMA_BYTES = 64 << 10
 STABLE = 5.0  # seconds a connection must have lasted for its loss to start a fresh run of retries
 CLIENT_INFO = types.Implementation(name="nexus-bridge", version=version("nexus-stack-bridge"))
 
@@ -306,6 +309,8 @@ class Upstream:
                 problems.append(f"{kind} '{name[:200]}' is not served: '{owner}{joint}' is another server's prefix")
             elif kind == "tool" and not TOOL_NAME.fullmatch(name):
                 problems.append(f"tool '{name[:200]}' is not served: a tool name is 1 to 128 letters, digits, _ - or .")
+            elif kind == "tool" and (size := _schema_bytes(item)) > MAX_SCHEMA_BYTES:
+                problems.append(f"tool '{name}' is not served: its schemas are {size} bytes, over {MAX_SCHEMA_BYTES}")
             else:
                 kept.append(item)
         return kept
@@ -620,6 +625,10 @@ def _count(n: int, things: str) -> str:
 def _announces_changes(capabilities: types.ServerCapabilities) -> bool:
     kinds = (capabilities.tools, capabilities.resources, capabilities.prompts)
     return any(kind is not None and kind.list_changed for kind in kinds)
+
+
+def _schema_bytes(tool: Any) -> int:
+    return len(json.dumps([tool.input_schema, tool.output_schema], separators=(",", ":"), default=str))
 
 
 def _cacheable(tool: types.Tool) -> bool:
