@@ -18,7 +18,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,9 @@ class TransferCounts:
     links: int = 0
     skipped: int = 0
     re_embedded: int = 0
+
+
+Item = tuple[Record, list[float] | None, bytes | None] | LinkRecord  # what an export's line imports
 
 
 def _progress(label: str, total: int | None, shown: bool = True, unit: str = "lines") -> Progress:
@@ -223,22 +226,29 @@ def _memory(n: int, obj: dict[str, Any]) -> tuple[Record, bytes | None]:
     return record, data
 
 
-def check(src: IO[str]) -> None:
-    """Raise ``ValueError`` naming the first line ``import_memories`` would refuse (it reads no store)."""
+def _items(src: IO[str], dimension_for: Callable[[dict[str, Any]], Any]) -> Iterator[Item]:
+    """Each memory (its record, its vector checked against ``dimension_for(header)``, None to embed it again, and
+    its image's bytes) and each link of an export, checked line by line: a bad line raises ``ValueError``."""
     dimension = None
     for n, obj in _lines(src):
         kind = obj.get("kind")
         if kind == "header":
             if obj.get("format") != FORMAT:
                 raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
-            dimension = obj.get("dimension")
+            dimension = dimension_for(obj)
         elif kind == "memory":
-            _memory(n, obj)
-            _vector(n, obj, dimension)
+            record, data = _memory(n, obj)
+            yield record, _vector(n, obj, dimension), data
         elif kind == "link":
-            _link(n, obj)
+            yield _link(n, obj)
         else:
             raise ValueError(f"line {n}: unknown kind {kind!r}")
+
+
+def check(src: IO[str]) -> None:
+    """Raise ``ValueError`` naming the first line ``import_memories`` would refuse (it reads no store)."""
+    for _ in _items(src, lambda header: header.get("dimension")):
+        pass
 
 
 def _link(n: int, obj: dict[str, Any]) -> LinkRecord:
@@ -253,26 +263,24 @@ def import_memories(store: ChromaStore, src: IO[str], progress: bool = False) ->
 
     The whole file is read and checked first, so a bad line imports nothing.
     """
-    same_embedder = False
+
+    def dimension_for(header: dict[str, Any]) -> int | None:
+        """The store's, when its vectors were made as this store makes them (they are kept), else None."""
+        store.open()
+        same = header.get("embedder") == store.embedder.name and header.get("text", "content") == store.recipe
+        return int(store.embedder.dimension) if same else None
+
     memories: list[tuple[Record, list[float] | None]] = []
     pictures: dict[str, bytes] = {}  # the memories' images, by id
     links: list[LinkRecord] = []
-    for n, obj in _lines(src):
-        kind = obj.get("kind")
-        if kind == "header":
-            if obj.get("format") != FORMAT:
-                raise ValueError(f"line {n}: unknown format {obj.get('format')!r} (expected {FORMAT})")
-            store.open()
-            same_embedder = obj.get("embedder") == store.embedder.name and obj.get("text", "content") == store.recipe
-        elif kind == "memory":
-            record, data = _memory(n, obj)
-            memories.append((record, _vector(n, obj, int(store.embedder.dimension)) if same_embedder else None))
-            if data is not None:
-                pictures[record.id] = data
-        elif kind == "link":
-            links.append(_link(n, obj))
-        else:
-            raise ValueError(f"line {n}: unknown kind {kind!r}")
+    for item in _items(src, dimension_for):
+        if isinstance(item, LinkRecord):
+            links.append(item)
+            continue
+        record, vector, data = item
+        memories.append((record, vector))
+        if data is not None:
+            pictures[record.id] = data
     counts = TransferCounts()
     with _progress("import", len(memories) + len(links), progress) as bar:
         for start in range(0, len(memories), STEP):
