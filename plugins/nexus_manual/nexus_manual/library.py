@@ -103,6 +103,11 @@ def _crlf(text: str) -> bool:
     return first > 0 and text[first - 1] == "\r"
 
 
+def _as_crlf(text: str) -> str:
+    """``text`` with every line break CRLF (a CRLF file is edited as LF and written back so)."""
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
 def _byte_offsets(text: str, points: set[int]) -> dict[int, int]:
     if text.isascii():
         return {p: p for p in points}
@@ -295,7 +300,7 @@ class Library:
         """Write ``text`` over the entity ``doc`` was read from, in its line breaks; a ToolError, writing nothing,
         when another program changed the file since it was read."""
         if _crlf(doc.text):
-            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+            text = _as_crlf(text)
         try:
             self.write(self.entity_path(doc.name, write=True), text, expect=doc.stamp)
         except ChangedMeanwhile:
@@ -323,7 +328,7 @@ class Library:
                 text = edit(doc.text, doc.headings, doc.parts.body_start, splice) if doc else splice.apply("")
                 text = frontmatter.touch(text, add_if_missing=not manual)
                 if crlf:
-                    text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+                    text = _as_crlf(text)
                 if not manual:
                     path = self.entity_path(name, write=True)
                 try:

@@ -6,8 +6,6 @@ case ignored). A section whose body becomes empty loses its heading too.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from nexus_core import ToolError
 from nexus_manual.entities import heading_line
 from nexus_manual.library import Doc, Library
@@ -16,19 +14,15 @@ from nexus_manual.names import FRONTMATTER, MANUAL_NAME
 from nexus_manual.sections import Heading, Splice, append_block, find_section, replace_exact, sections_named
 
 
-def _doc(lib: Library, *, write: bool = False) -> tuple[Path, Doc | None]:
-    path = lib.manual_path(write=write)
-    return path, (lib.load(MANUAL_NAME, path) if path.is_file() else None)
-
-
-def _require(lib: Library, path: Path, doc: Doc | None) -> Doc:
+def _require(lib: Library, doc: Doc | None) -> Doc:
     if doc is None:
-        raise ToolError(f"library '{lib.name}' has no manual yet ({path.name}); add_manual_section creates it")
+        raise ToolError(f"library '{lib.name}' has no manual yet ({MANUAL_NAME}.md); add_manual_section creates it")
     return doc
 
 
 def read_manual(lib: Library) -> ManualText:
-    _, doc = _doc(lib)
+    path = lib.manual_path()
+    doc = lib.load(MANUAL_NAME, path) if path.is_file() else None
     if doc is None:
         return ManualText(library=lib.name, exists=False, content="", toc=[])
     toc = [TocItem(heading=FRONTMATTER, level=0)] if doc.parts.raw is not None else []
@@ -45,7 +39,7 @@ def _within(doc: Doc, h: Heading, splice: Splice) -> tuple[Splice, bool]:
 
 def update_section(lib: Library, toc: str, old: str, new: str) -> Changed:
     def make(doc: Doc | None) -> tuple[Splice, str]:
-        doc = _require(lib, lib.manual_path(), doc)
+        doc = _require(lib, doc)
         h = find_section(doc.headings, toc, "the manual")
         splice = replace_exact(doc.text, old, new, h.body_start, h.end, f"section '{h.text}' of the manual")
         splice, dropped = _within(doc, h, splice)
@@ -72,7 +66,7 @@ def add_section(lib: Library, toc: str, new: str) -> Changed:
 
 def delete_section(lib: Library, toc: str, deleting: str) -> Changed:
     def make(doc: Doc | None) -> tuple[Splice, str]:
-        doc = _require(lib, lib.manual_path(), doc)
+        doc = _require(lib, doc)
         h = find_section(doc.headings, toc, "the manual")
         splice = replace_exact(doc.text, deleting, "", h.body_start, h.end, f"section '{h.text}' of the manual")
         splice, dropped = _within(doc, h, splice)
